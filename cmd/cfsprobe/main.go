@@ -1,0 +1,116 @@
+// Command cfsprobe makes CPU-quota throttling of Linux containers visible,
+// reproducible and fixable. This file only wires flags to packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+// exitError carries an exit status through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+// usageErr marks an input error: exit status 2.
+func usageErr(format string, a ...any) error {
+	return &exitError{2, fmt.Errorf(format, a...)}
+}
+
+func main() {
+	// Hidden entry point: a built-in workload running inside its group.
+	if len(os.Args) >= 3 && os.Args[1] == "__workload" {
+		if err := workload.Main(os.Args[2], os.Args[3:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "cfsprobe workload:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	root := newRoot()
+	err := root.Execute()
+	if err == nil {
+		return
+	}
+	code := 1
+	var ee *exitError
+	var ue *lab.UserError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+		if ee.err == nil {
+			os.Exit(code)
+		}
+	case errors.As(err, &ue):
+		code = 2
+	}
+	fmt.Fprintln(os.Stderr, "cfsprobe:", err)
+	os.Exit(code)
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cfsprobe",
+		Short: "make CPU-quota throttling of Linux containers visible, reproducible and fixable",
+		Long: `cfsprobe runs workloads under real CPU bandwidth limits (the CFS quota and
+period behind Kubernetes limits.cpu, docker --cpus and systemd CPUQuota=) and
+records what the kernel did in every enforcement period: CPU used, whether the
+group was throttled, for how long, and what that did to the latency of every
+operation.
+
+  cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
+  cfsprobe run --cpus 1 parallel --threads 2 --duration 5s --json > trace.json
+  cfsprobe run --cpus 1 -- sysbench --threads=4 --time=5 cpu run
+  cfsprobe cleanup`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v (see: %s --help)", err, c.CommandPath())
+	})
+	root.AddCommand(newRunCmd(), newCleanupCmd(), newVersionCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print cfsprobe's version",
+		Args:  cobra.NoArgs,
+		Run: func(c *cobra.Command, _ []string) {
+			fmt.Fprintln(c.OutOrStdout(), "cfsprobe", lab.Version)
+		},
+	}
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM and remembers which.
+func signalContext() (context.Context, func() os.Signal, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	var got os.Signal
+	done := make(chan struct{})
+	go func() {
+		select {
+		case got = <-ch:
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() os.Signal { return got }, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/report"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+type runFlags struct {
+	cpus           float64
+	quota, period  time.Duration
+	burst          time.Duration
+	cpuset         string
+	json           bool
+	out            string
+	parent         string
+	procRoot       string
+	fsRoot         string
+	sampleInterval time.Duration
+}
+
+func newRunCmd() *cobra.Command {
+	f := &runFlags{}
+	var workloads strings.Builder
+	for _, n := range workload.Names() {
+		fmt.Fprintf(&workloads, "  %-9s %s\n", n, workload.Summary(n))
+	}
+	c := &cobra.Command{
+		Use:   "run [LIMITS] WORKLOAD [WORKLOAD FLAGS] | run [LIMITS] -- COMMAND [ARGS...]",
+		Short: "run a workload in a fresh cgroup with CPU limits and record a trace",
+		Long: `Creates a transient cgroup (under cfsprobe/ in the cpu hierarchy), gives it the
+limits, starts the workload inside it from its first instruction, reads the
+group's counters ten times per period, and removes the group when the workload
+ends (also on Ctrl-C or SIGTERM). Without limits the workload still runs in its
+own group, as an unlimited baseline measured the same way.
+
+The trace holds a per-period timeline (CPU used, throttled or not, stall time),
+the latency of every operation of a built-in workload, and a summary whose
+counters are the kernel's (nr_periods, nr_throttled, throttled time).
+
+Built-in workloads (cfsprobe run WORKLOAD --help for their flags):
+` + workloads.String() + `
+Any other program runs after --; its output still reaches the terminal.`,
+		Example: `  cfsprobe run --cpus 0.2 periodic --burn 5ms --sleep 100ms --iterations 50
+  cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
+  cfsprobe run --cpus 1 parallel --threads 2 --duration 5s --json > trace.json
+  cfsprobe run --quota 20ms --period 100ms --burst 20ms bursty --on-cpu 30ms --off 137ms
+  cfsprobe run --cpus 1 -- sysbench --threads=4 --time=5 cpu run`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error { return runRun(c, f, args) },
+	}
+	c.Flags().SetInterspersed(false)
+	fl := c.Flags()
+	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit in CPUs: quota = cpus x period (like docker --cpus)")
+	fl.DurationVar(&f.quota, "quota", 0, "CPU time per period (cpu.cfs_quota_us / cpu.max), e.g. 20ms")
+	fl.DurationVar(&f.period, "period", cgroup.DefaultPeriod, "enforcement period, 1ms to 1s")
+	fl.DurationVar(&f.burst, "burst", 0, "CPU time a period may borrow from earlier idle ones, at most the quota")
+	fl.StringVar(&f.cpuset, "cpuset", "", "CPUs the group may use, e.g. 0 or 0-1")
+	fl.BoolVar(&f.json, "json", false, "print the trace as JSON on stdout (workload output goes to stderr)")
+	fl.StringVarP(&f.out, "out", "o", "", "save the trace to this file")
+	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "group under which the run's group is created")
+	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted")
+	fl.StringVar(&f.fsRoot, "fs-root", "/", "root under which the cgroup mount points of mountinfo are found")
+	fl.DurationVar(&f.sampleInterval, "sample-interval", 0, "how often to read the counters (default period/10, at most 10ms)")
+	_ = fl.MarkHidden("sample-interval")
+	return c
+}
+
+func (f *runFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
+	l := cgroup.Limits{Period: f.period, Burst: f.burst, Cpuset: f.cpuset}
+	cpusSet, quotaSet := c.Flags().Changed("cpus"), c.Flags().Changed("quota")
+	switch {
+	case cpusSet && quotaSet:
+		return l, usageErr("give --cpus or --quota, not both")
+	case cpusSet:
+		if f.cpus <= 0 || math.IsNaN(f.cpus) || math.IsInf(f.cpus, 0) {
+			return l, usageErr("--cpus %v must be a positive number of CPUs, e.g. 0.5", f.cpus)
+		}
+		l.Quota = time.Duration(math.Round(f.cpus*float64(l.EffectivePeriod())/1e3)) * time.Microsecond
+		if l.Quota == 0 {
+			l.Quota = time.Microsecond // Validate reports it as below the minimum
+		}
+	case quotaSet:
+		if f.quota <= 0 {
+			return l, usageErr("--quota %v must be positive; leave it out for no limit", f.quota)
+		}
+		l.Quota = f.quota
+	}
+	if err := l.Validate(); err != nil {
+		return l, &exitError{2, err}
+	}
+	return l, nil
+}
+
+func runRun(c *cobra.Command, f *runFlags, args []string) error {
+	lim, err := f.limits(c)
+	if err != nil {
+		return err
+	}
+	cfg := lab.Config{
+		Limits: lim, Parent: f.parent, ProcRoot: f.procRoot, FSRoot: f.fsRoot,
+		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, SampleInterval: f.sampleInterval,
+	}
+	if f.json {
+		cfg.Stdout = os.Stderr // stdout carries the trace
+	}
+	dash := c.ArgsLenAtDash()
+	switch {
+	case dash == 0 && len(args) > 0:
+		cfg.Command = args
+	case len(args) == 0:
+		return usageErr("no workload: name one of %s, or give -- COMMAND ARGS... (see: cfsprobe run --help)", strings.Join(workload.Names(), ", "))
+	default:
+		cfg.Workload, cfg.WorkloadArgs = args[0], args[1:]
+		if dash > 0 { // "periodic -- --burn 5ms": the dash is not a command here
+			cfg.WorkloadArgs = append(args[1:dash:dash], args[dash:]...)
+		}
+	}
+	plan, err := lab.Prepare(cfg)
+	if err != nil {
+		var he *workload.HelpError
+		if errors.As(err, &he) {
+			fmt.Fprint(c.OutOrStdout(), he.Text)
+			return nil
+		}
+		return err
+	}
+	if f.out != "" { // fail before running, not after
+		if err := checkWritable(f.out); err != nil {
+			return usageErr("cannot write the trace to %s: %v", f.out, err)
+		}
+	}
+	ctx, sig, stop := signalContext()
+	defer stop()
+	tr, err := plan.Run(ctx)
+	if errors.Is(err, lab.ErrInterrupted) {
+		code := 130
+		if sig() == syscall.SIGTERM {
+			code = 143
+		}
+		fmt.Fprintf(os.Stderr, "cfsprobe: interrupted by %v: the workload was killed and its cgroup removed\n", sig())
+		return &exitError{code, nil}
+	}
+	if err != nil {
+		return err
+	}
+	if f.out != "" {
+		if err := tr.WriteFile(f.out); err != nil {
+			return err
+		}
+	}
+	if f.json {
+		if err := tr.Write(c.OutOrStdout()); err != nil {
+			return err
+		}
+	} else {
+		report.Summary(c.OutOrStdout(), tr)
+		if f.out != "" {
+			fmt.Fprintf(c.OutOrStdout(), "trace      %s\n", f.out)
+		}
+	}
+	if tr.Spec.Workload == "command" && tr.Process.ExitCode > 0 {
+		return &exitError{tr.Process.ExitCode, nil}
+	}
+	return nil
+}
+
+func checkWritable(path string) error {
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	return fh.Close()
+}

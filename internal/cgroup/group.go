@@ -1,0 +1,409 @@
+package cgroup
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultParent is the group under which cfsprobe creates its transient
+// groups, in every hierarchy it uses.
+const DefaultParent = "cfsprobe"
+
+// Group is a transient cgroup that cfsprobe created, on v1 or v2. Callers
+// never branch on the version: New picks the implementation.
+type Group interface {
+	// Path is the group's path relative to the hierarchy root, e.g. "/cfsprobe/run-12-ab".
+	Path() string
+	// Dirs are the directories that make up the group (one per hierarchy).
+	Dirs() []string
+	// Version is the cgroup version behind the cpu controller (1 or 2).
+	Version() int
+	// AddProc moves a process into the group (in every hierarchy).
+	AddProc(pid int) error
+	// Procs lists the processes in the group.
+	Procs() ([]int, error)
+	// Stat reads the CPU counters, in nanoseconds.
+	Stat() (Stat, error)
+	// Max reads the bandwidth setting back from the kernel.
+	Max() (Max, error)
+	// Destroy kills every task in the group, waits for them to go and
+	// removes the directories (and the parent when it is left empty).
+	Destroy() error
+}
+
+// Manager creates groups on one layout under one parent.
+type Manager struct {
+	Layout *Layout
+	Parent string // relative to each hierarchy's root; DefaultParent when empty
+}
+
+// NewManager returns a manager for the layout.
+func NewManager(l *Layout, parent string) *Manager {
+	if parent == "" {
+		parent = DefaultParent
+	}
+	return &Manager{Layout: l, Parent: strings.Trim(parent, "/")}
+}
+
+// GroupName makes a name that says which cfsprobe process created the
+// group, so that `cfsprobe cleanup` can tell leftovers from live runs.
+func GroupName(prefix string) string {
+	var b [4]byte
+	_, _ = readRandom(b[:])
+	return fmt.Sprintf("%s-%d-%x", prefix, os.Getpid(), b)
+}
+
+func readRandom(b []byte) (int, error) {
+	return unix.Getrandom(b, 0)
+}
+
+// CheckWritable returns ErrNotRoot (wrapped with advice) when the caller
+// cannot create groups under the cpu hierarchy.
+func (m *Manager) CheckWritable() error {
+	dir := m.Layout.CPU.Dir
+	target := filepath.Join(dir, m.Parent)
+	if _, err := os.Stat(target); err == nil {
+		dir = target
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("%w: %s is not writable by uid %d: run cfsprobe as root (sudo), or delegate a cgroup to this user", ErrNotRoot, dir, os.Geteuid())
+		}
+		return fmt.Errorf("%w: %s is not writable (%v): is the cgroup filesystem mounted read-only?", ErrNotRoot, dir, err)
+	}
+	return nil
+}
+
+// CheckCpuset verifies that every CPU of the list exists in the parent's
+// cpuset (or is online when cpuset is not mounted).
+func (m *Manager) CheckCpuset(list string) error {
+	want, err := ParseCPUList(list)
+	if err != nil {
+		return &LimitError{fmt.Sprintf("cpuset %q is not a CPU list like 0-1 or 0,2", list)}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	if m.Layout.CPUSet == nil {
+		return &LimitError{"--cpuset needs the cpuset controller, which is not mounted (v1) or not enabled (v2) here"}
+	}
+	availStr, err := readTrim(m.availableCPUsFile())
+	if err != nil {
+		return err
+	}
+	avail, err := ParseCPUList(availStr)
+	if err != nil {
+		return fmt.Errorf("parse %s (%q): %w", m.availableCPUsFile(), availStr, err)
+	}
+	have := map[int]bool{}
+	for _, c := range avail {
+		have[c] = true
+	}
+	for _, c := range want {
+		if !have[c] {
+			return &LimitError{fmt.Sprintf("cpuset %q names CPU %d, which does not exist here (available: %s): pick CPUs from that list", list, c, availStr)}
+		}
+	}
+	return nil
+}
+
+func (m *Manager) availableCPUsFile() string {
+	h := m.Layout.CPUSet
+	if f := filepath.Join(h.Dir, "cpuset.effective_cpus"); fileExists(f) {
+		return f
+	}
+	if f := filepath.Join(h.Dir, "cpuset.cpus.effective"); fileExists(f) {
+		return f
+	}
+	return filepath.Join(h.Dir, "cpuset.cpus")
+}
+
+// BurstSupported reports whether the kernel exposes CPU burst.
+func (m *Manager) BurstSupported() bool {
+	d := m.Layout.CPU.Dir
+	if m.Layout.CPU.Version == 1 {
+		return fileExists(filepath.Join(d, "cpu.cfs_burst_us"))
+	}
+	// The root of v2 has no cpu.max*; look at any child with the controller.
+	if fileExists(filepath.Join(d, "cpu.max.burst")) {
+		return true
+	}
+	entries, _ := os.ReadDir(d)
+	for _, e := range entries {
+		if e.IsDir() && fileExists(filepath.Join(d, e.Name(), "cpu.max")) {
+			return fileExists(filepath.Join(d, e.Name(), "cpu.max.burst"))
+		}
+	}
+	// No child to look at: the feature landed with cpu.max.burst in 5.14.
+	return kernelAtLeast(5, 14)
+}
+
+// Create makes the group `name` with the given limits. Inputs are validated
+// before anything is written; if any step fails, what was created is
+// removed again.
+func (m *Manager) Create(name string, lim Limits) (Group, error) {
+	if err := lim.Validate(); err != nil {
+		return nil, err
+	}
+	if lim.Burst > 0 && !m.BurstSupported() {
+		return nil, ErrNoBurst
+	}
+	if lim.Cpuset != "" {
+		if err := m.CheckCpuset(lim.Cpuset); err != nil {
+			return nil, err
+		}
+	}
+	if m.Layout.CPU.Version == 2 {
+		return m.createV2(name, lim)
+	}
+	return m.createV1(name, lim)
+}
+
+// base holds what both versions share.
+type base struct {
+	statMu  sync.Mutex // Stat may be called from several goroutines
+	path    string   // relative path, with leading "/"
+	dirs    []string // leaf directories, one per hierarchy, cpu first
+	parents []string // parent directories we may remove when empty
+	statFD  *os.File
+	usageFD *os.File
+	cpuDir  string
+}
+
+func (b *base) Path() string   { return b.path }
+func (b *base) Dirs() []string { return b.dirs }
+
+func (b *base) AddProc(pid int) error {
+	for _, d := range b.dirs {
+		if err := WriteFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *base) Procs() ([]int, error) {
+	return readPids(filepath.Join(b.cpuDir, "cgroup.procs"))
+}
+
+// destroy kills every task and removes the directories. kill, when not
+// nil, is a whole-group kill (v2 cgroup.kill) tried first.
+func (b *base) destroy(kill func() error) error {
+	if b.statFD != nil {
+		b.statFD.Close()
+	}
+	if b.usageFD != nil {
+		b.usageFD.Close()
+	}
+	var errs []error
+	for _, d := range b.dirs {
+		if err := killAll(d, kill); err != nil {
+			errs = append(errs, err)
+		}
+		kill = nil // one cgroup.kill is enough
+	}
+	for _, d := range b.dirs {
+		if err := rmdirRetry(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range b.parents {
+		removeIfEmpty(p)
+	}
+	return errors.Join(errs...)
+}
+
+// killAll SIGKILLs the tasks of the group directory until none is left.
+// New tasks forked during the loop are caught by the next round.
+func killAll(dir string, groupKill func() error) error {
+	if groupKill != nil {
+		_ = groupKill()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids, err := readPids(filepath.Join(dir, "cgroup.procs"))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("tasks %v of %s did not exit after SIGKILL", pids, dir)
+		}
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// rmdirRetry removes a cgroup directory; the kernel may report EBUSY for
+// a moment after the last task has exited.
+func rmdirRetry(dir string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if time.Now().After(deadline) || !(errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EAGAIN)) {
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// removeIfEmpty removes a parent group when no child group is left in it;
+// another cfsprobe run may still be using it, which is not an error.
+func removeIfEmpty(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			return
+		}
+	}
+	_ = unix.Rmdir(dir)
+}
+
+// mkdirGroup creates the parent (if missing) and the leaf. created lists
+// the directories this call made, for undo.
+func mkdirGroup(root, parent, name string, setupParent func(dir string) error) (leaf string, created []string, err error) {
+	pdir := filepath.Join(root, parent)
+	for attempt := 0; attempt < 5; attempt++ {
+		if err = os.Mkdir(pdir, 0o755); err == nil {
+			created = append(created, pdir)
+			if setupParent != nil {
+				if err = setupParent(pdir); err != nil {
+					return "", created, err
+				}
+			}
+		} else if !errors.Is(err, fs.ErrExist) {
+			return "", created, fmt.Errorf("create cgroup %s: %w", pdir, err)
+		}
+		leaf = filepath.Join(pdir, name)
+		err = os.Mkdir(leaf, 0o755)
+		if err == nil {
+			return leaf, append(created, leaf), nil
+		}
+		// Another run may have removed the empty parent between our two
+		// mkdirs: try again.
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", created, fmt.Errorf("create cgroup %s: %w", leaf, err)
+		}
+	}
+	return "", created, fmt.Errorf("create cgroup %s: %w", leaf, err)
+}
+
+func undo(created []string) {
+	for i := len(created) - 1; i >= 0; i-- {
+		_ = unix.Rmdir(created[i])
+	}
+}
+
+// WriteFile is the one function through which cfsprobe writes to
+// cgroupfs. Its error names the file and the value.
+func WriteFile(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("write %q to %s: %w", value, path, err)
+	}
+	_, err = f.WriteString(value)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %q to %s: %w", value, path, err)
+	}
+	return nil
+}
+
+func readTrim(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func readPids(path string) ([]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range bytes.Fields(b) {
+		p, err := strconv.Atoi(string(f))
+		if err != nil {
+			return nil, fmt.Errorf("parse %s (%q): %w", path, f, errSyntax)
+		}
+		pids = append(pids, p)
+	}
+	return pids, nil
+}
+
+// preadAll re-reads an open cgroup file from offset 0 (cheaper than
+// opening it again on every sample).
+func preadAll(f *os.File, buf []byte) ([]byte, error) {
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && n == 0 && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	return buf[:n], nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func durUs(d time.Duration) string { return strconv.FormatInt(int64(d/time.Microsecond), 10) }
+
+// kernelAtLeast compares the running kernel's release with major.minor.
+func kernelAtLeast(major, minor int) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	ma, mi, ok := ParseKernelRelease(unix.ByteSliceToString(u.Release[:]))
+	return ok && (ma > major || (ma == major && mi >= minor))
+}
+
+// ParseKernelRelease extracts major and minor from a release such as "6.18.44-fc".
+func ParseKernelRelease(rel string) (major, minor int, ok bool) {
+	parts := strings.SplitN(rel, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mis := parts[1]
+	for i, c := range mis {
+		if c < '0' || c > '9' {
+			mis = mis[:i]
+			break
+		}
+	}
+	mi, err2 := strconv.Atoi(mis)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return ma, mi, true
+}

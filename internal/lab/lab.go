@@ -1,0 +1,422 @@
+// Package lab runs a workload in a fresh cgroup with given limits and
+// records a trace: the kernel's counters sampled fast enough to see every
+// enforcement period, and the workload's own per-operation timings.
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+// Version is written into traces; the build sets it.
+var Version = "dev"
+
+// ErrInterrupted is returned when the run was stopped by a signal (the
+// context was cancelled); the group has been removed.
+var ErrInterrupted = errors.New("interrupted")
+
+// UserError is an input problem: one sentence saying what is wrong and
+// how to fix it. Nothing was created.
+type UserError struct{ Err error }
+
+func (e *UserError) Error() string { return e.Err.Error() }
+func (e *UserError) Unwrap() error { return e.Err }
+
+// Config describes one run.
+type Config struct {
+	Limits cgroup.Limits
+	// Workload and WorkloadArgs name a built-in workload; or Command is
+	// any program and its arguments.
+	Workload     string
+	WorkloadArgs []string
+	Command      []string
+	// Stdout and Stderr receive the workload's output.
+	Stdout, Stderr io.Writer
+	Stdin          io.Reader
+	// ProcRoot and FSRoot locate /proc and the root of the cgroup mounts.
+	ProcRoot, FSRoot string
+	// Parent is the group under which the run's group is made.
+	Parent string
+	// Self is the cfsprobe executable that runs built-in workloads
+	// (default: this executable).
+	Self string
+	// SampleInterval overrides how often counters are read (default:
+	// period/10, at most 10 ms).
+	SampleInterval time.Duration
+	// Env is extra environment for the workload ("K=V").
+	Env []string
+}
+
+// Plan is a validated run: everything was checked, nothing created yet.
+type Plan struct {
+	cfg     Config
+	layout  *cgroup.Layout
+	mgr     *cgroup.Manager
+	wl      workload.Workload
+	self    string
+	host    trace.Host
+	spec    trace.Spec
+	limits  trace.Limits
+	interval time.Duration
+}
+
+// Prepare validates the configuration and the host. Every error it
+// returns is a *UserError.
+func Prepare(cfg Config) (*Plan, error) {
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = "/proc"
+	}
+	if cfg.FSRoot == "" {
+		cfg.FSRoot = "/"
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	p := &Plan{cfg: cfg}
+	ue := func(err error) (*Plan, error) { return nil, &UserError{err} }
+
+	switch {
+	case cfg.Workload != "" && len(cfg.Command) > 0:
+		return ue(errors.New("give either a built-in workload or -- COMMAND, not both"))
+	case cfg.Workload != "":
+		wl, err := workload.Parse(cfg.Workload, cfg.WorkloadArgs)
+		if err != nil {
+			return ue(err)
+		}
+		p.wl = wl
+		p.spec = trace.Spec{Workload: cfg.Workload, Args: append([]string{}, cfg.WorkloadArgs...), Params: jsonParams(wl.Params())}
+		self := cfg.Self
+		if self == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return nil, fmt.Errorf("find the cfsprobe executable: %w", err)
+			}
+			self = exe
+		}
+		p.self = self
+	case len(cfg.Command) > 0:
+		if _, err := exec.LookPath(cfg.Command[0]); err != nil {
+			return ue(fmt.Errorf("command %q not found: install it or give its full path", cfg.Command[0]))
+		}
+		p.spec = trace.Spec{Workload: "command", Args: append([]string{}, cfg.Command...)}
+	default:
+		return ue(fmt.Errorf("no workload: name one of %s, or give -- COMMAND ARGS...", strings.Join(workload.Names(), ", ")))
+	}
+
+	if err := cfg.Limits.Validate(); err != nil {
+		return ue(err)
+	}
+	layout, err := cgroup.Detect(cfg.ProcRoot, cfg.FSRoot)
+	if err != nil {
+		if errors.Is(err, cgroup.ErrNoCPUController) {
+			return ue(fmt.Errorf("%w: cfsprobe needs the cpu controller (mount a v1 cpu hierarchy, or enable +cpu in the v2 root's cgroup.subtree_control)", err))
+		}
+		return ue(err)
+	}
+	p.layout = layout
+	p.mgr = cgroup.NewManager(layout, cfg.Parent)
+	if err := p.mgr.CheckWritable(); err != nil {
+		return ue(err)
+	}
+	if cfg.Limits.Burst > 0 && !p.mgr.BurstSupported() {
+		return ue(fmt.Errorf("%w: drop --burst or use Linux 5.14 or newer", cgroup.ErrNoBurst))
+	}
+	if cfg.Limits.Cpuset != "" {
+		if err := p.mgr.CheckCpuset(cfg.Limits.Cpuset); err != nil {
+			return ue(err)
+		}
+	}
+	p.host = HostFacts(cfg.ProcRoot, layout, p.mgr)
+	p.limits = traceLimits(cfg.Limits)
+	p.interval = cfg.SampleInterval
+	if p.interval <= 0 {
+		p.interval = min(cfg.Limits.EffectivePeriod()/10, 10*time.Millisecond)
+		p.interval = max(p.interval, time.Millisecond)
+	}
+	return p, nil
+}
+
+func jsonParams(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		if d, ok := v.(time.Duration); ok {
+			out[k] = int64(d)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func traceLimits(l cgroup.Limits) trace.Limits {
+	t := trace.Limits{PeriodUs: int64(l.EffectivePeriod() / time.Microsecond), BurstUs: int64(l.Burst / time.Microsecond), Cpuset: l.Cpuset}
+	if !l.Unlimited() {
+		q := int64(l.Quota / time.Microsecond)
+		c := l.CPUs()
+		t.QuotaUs, t.CPUs = &q, &c
+	}
+	return t
+}
+
+// Run creates the group, runs the workload in it, samples its counters,
+// removes the group and returns the trace. Cancelling ctx (SIGINT,
+// SIGTERM) kills the workload, removes the group and returns
+// ErrInterrupted.
+func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
+	g, err := p.mgr.Create(cgroup.GroupName("run"), p.cfg.Limits)
+	if err != nil {
+		var le *cgroup.LimitError
+		if errors.As(err, &le) || errors.Is(err, cgroup.ErrNoBurst) {
+			return nil, &UserError{err}
+		}
+		return nil, fmt.Errorf("create the cgroup: %w", err)
+	}
+	defer func() {
+		if derr := g.Destroy(); derr != nil && err == nil {
+			err = fmt.Errorf("remove the cgroup: %w", derr)
+		}
+	}()
+
+	cmd, resultR, err := p.command()
+	if err != nil {
+		return nil, err
+	}
+	var result bytes.Buffer
+	var readDone sync.WaitGroup
+	if resultR != nil {
+		readDone.Add(1)
+		go func() {
+			defer readDone.Done()
+			_, _ = io.Copy(&result, resultR)
+			resultR.Close()
+		}()
+	}
+
+	s0, err := g.Stat()
+	if err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	if err := cgroup.Start(cmd, g); err != nil {
+		closeExtra(cmd)
+		return nil, fmt.Errorf("start %s: %w", p.spec.Workload, err)
+	}
+	t0 := workload.ClockMono()
+	closeExtra(cmd)
+
+	smp := newSampler(g, t0, p.interval)
+	smp.add(s0, 0)
+	go smp.loop()
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-exited:
+	case <-ctx.Done():
+		smp.stop()
+		_ = g.Destroy() // kills the workload
+		<-exited
+		readDone.Wait()
+		return nil, ErrInterrupted
+	}
+	wallNs := workload.ClockMono() - t0
+	smp.sampleNow()
+	if !p.cfg.Limits.Unlimited() {
+		// The kernel accounts a period when it ends: wait for the boundary
+		// that closes the period in which the workload exited.
+		smp.waitPeriodChange(p.cfg.Limits.EffectivePeriod() + 3*p.interval)
+	}
+	smp.stop()
+	readDone.Wait()
+	if smp.err != nil {
+		return nil, fmt.Errorf("read the group's counters: %w", smp.err)
+	}
+
+	tr = &trace.Trace{
+		Schema: trace.Schema, Tool: trace.Tool{Name: "cfsprobe", Version: Version},
+		Spec: p.spec, Host: p.host, Limits: p.limits,
+		Cgroup:           trace.Cgroup{Path: g.Path(), Version: g.Version()},
+		Started:          started.UTC(),
+		SampleIntervalNs: int64(p.interval),
+	}
+	tr.Process = processFacts(cmd, waitErr)
+	if p.wl != nil {
+		if err := attachResult(tr, result.Bytes(), t0); err != nil {
+			if tr.Process.ExitCode != 0 || tr.Process.Signal != "" {
+				return nil, fmt.Errorf("workload %s failed (exit %d %s)", p.wl.Name(), tr.Process.ExitCode, tr.Process.Signal)
+			}
+			return nil, err
+		}
+	}
+	Finish(tr, smp.samples, wallNs)
+	return tr, nil
+}
+
+// Finish computes the timeline, the summary and the checks of a trace
+// from its counter samples.
+func Finish(tr *trace.Trace, samples []trace.CounterSample, wallNs int64) {
+	first, last := samples[0], samples[len(samples)-1]
+	tr.Periods = trace.BuildTimeline(samples, tr.Limits.PeriodUs*1000, !tr.Limits.Unlimited())
+	s := &tr.Summary
+	s.WallNs = wallNs
+	s.UsageNs = last.UsageNs - first.UsageNs
+	s.NrPeriods = last.NrPeriods - first.NrPeriods
+	s.NrThrottled = last.NrThrottled - first.NrThrottled
+	s.ThrottledNs = last.ThrottledNs - first.ThrottledNs
+	s.NrBursts = last.NrBursts - first.NrBursts
+	s.BurstNs = last.BurstNs - first.BurstNs
+	if s.NrPeriods > 0 {
+		s.ThrottledRatio = float64(s.NrThrottled) / float64(s.NrPeriods)
+	}
+	if wallNs > 0 {
+		s.CPURatio = float64(s.UsageNs) / float64(wallNs)
+	}
+	s.TimelineThrottled = trace.CountThrottled(tr.Periods)
+	if tr.Latency != nil {
+		s.Ops = tr.Latency.Count
+		s.LatencyNs, _ = tr.Latency.Percentiles()
+	}
+	tr.Checks = append(tr.Checks, trace.Check{
+		Name:   "timeline_matches_nr_throttled",
+		OK:     s.TimelineThrottled == s.NrThrottled,
+		Detail: fmt.Sprintf("timeline has %d throttled periods, the kernel counted %d", s.TimelineThrottled, s.NrThrottled),
+	})
+	if tr.Process.RusageNs > 0 && tr.Spec.Workload != "command" {
+		d := float64(s.UsageNs-tr.Process.RusageNs) / float64(tr.Process.RusageNs)
+		tr.Checks = append(tr.Checks, trace.Check{
+			Name:   "usage_matches_rusage",
+			OK:     d < 0.02 && d > -0.02,
+			Detail: fmt.Sprintf("group usage %.1fms, process getrusage %.1fms (%+.2f%%)", float64(s.UsageNs)/1e6, float64(tr.Process.RusageNs)/1e6, 100*d),
+		})
+	}
+}
+
+func (p *Plan) command() (*exec.Cmd, *os.File, error) {
+	var cmd *exec.Cmd
+	var resultR *os.File
+	if p.wl != nil {
+		args := append([]string{"__workload", p.wl.Name()}, p.cfg.WorkloadArgs...)
+		cmd = exec.Command(p.self, args...)
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		cmd.ExtraFiles = []*os.File{w}
+		cmd.Env = append(os.Environ(), workload.ResultFDEnv+"=3")
+		resultR = r
+	} else {
+		cmd = exec.Command(p.cfg.Command[0], p.cfg.Command[1:]...)
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, p.cfg.Env...)
+	cmd.Stdin = p.cfg.Stdin
+	cmd.Stdout = p.cfg.Stdout
+	cmd.Stderr = p.cfg.Stderr
+	// If cfsprobe dies (even by SIGKILL), the workload dies with it;
+	// `cfsprobe cleanup` removes the group directory that is left.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd, resultR, nil
+}
+
+func closeExtra(cmd *exec.Cmd) {
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
+	cmd.ExtraFiles = nil
+}
+
+func processFacts(cmd *exec.Cmd, waitErr error) trace.Process {
+	pr := trace.Process{}
+	if cmd.Process != nil {
+		pr.PID = cmd.Process.Pid
+	}
+	ps := cmd.ProcessState
+	if ps == nil {
+		return pr
+	}
+	pr.ExitCode = ps.ExitCode()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		pr.Signal = ws.Signal().String()
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		pr.RusageNs = ru.Utime.Nano() + ru.Stime.Nano()
+	}
+	return pr
+}
+
+func attachResult(tr *trace.Trace, b []byte, t0 int64) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return errors.New("the workload process ended without reporting its result")
+	}
+	var res workload.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("decode the workload's result: %w", err)
+	}
+	tr.Process.SelfCPUNs = res.SelfCPUNs
+	if res.Latency != nil {
+		for i := range res.Latency.Samples {
+			res.Latency.Samples[i].StartNs -= t0
+		}
+		tr.Latency = res.Latency
+	}
+	if res.Throughput != nil {
+		// Rebase the buckets on the run's start: drop or pad whole buckets.
+		shift := (res.ThroughputStartMono - t0) / res.Throughput.BucketNs
+		c := res.Throughput.Counts
+		if shift > 0 {
+			c = append(make([]int64, shift), c...)
+		} else if shift < 0 && int(-shift) < len(c) {
+			c[-shift] += sum(c[:-shift])
+			c = c[-shift:]
+		}
+		tr.Throughput = &trace.Throughput{BucketNs: res.Throughput.BucketNs, Counts: c}
+	}
+	return nil
+}
+
+func sum(v []int64) int64 {
+	var s int64
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+// HostFacts describes the machine for the trace.
+func HostFacts(procRoot string, l *cgroup.Layout, m *cgroup.Manager) trace.Host {
+	h := trace.Host{Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), CgroupMode: string(l.Mode), CPUController: l.CPUVersion()}
+	h.Hostname, _ = os.Hostname()
+	if b, err := os.ReadFile(procRoot + "/sys/kernel/osrelease"); err == nil {
+		h.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		if cpus, err := cgroup.ParseCPUList(string(b)); err == nil && len(cpus) > 0 {
+			h.CPUs = len(cpus)
+		}
+	}
+	if b, err := os.ReadFile(procRoot + "/sys/kernel/sched_cfs_bandwidth_slice_us"); err == nil {
+		h.SliceUs, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	}
+	h.BurstSupported = m.BurstSupported()
+	return h
+}

@@ -1,0 +1,111 @@
+package workload
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	register("parallel",
+		"--threads workers doing fixed-size CPU events for --duration (like sysbench cpu)",
+		`Each worker repeats one CPU event, the prime test sysbench cpu uses (trial
+division of every number up to --max-prime), and times it. With more runnable
+threads than the quota's CPUs, the group spends its quota early in each period
+and every thread stalls until the next: events that straddle the stall take a
+period instead of a fraction of a millisecond.
+
+Example: cfsprobe run --cpus 1 parallel --threads 2 --duration 5s
+`,
+		func(fs *pflag.FlagSet) func() (Workload, error) {
+			p := &parallel{}
+			fs.IntVar(&p.threads, "threads", runtime.NumCPU(), "worker threads")
+			fs.DurationVar(&p.duration, "duration", 5*time.Second, "how long to run")
+			fs.IntVar(&p.maxPrime, "max-prime", 10000, "event size: test numbers up to this for primality")
+			fs.Int64Var(&p.events, "events", 0, "stop after this many events in all (0: no limit)")
+			return func() (Workload, error) {
+				switch {
+				case p.threads < 1 || p.threads > 4096:
+					return nil, fmt.Errorf("--threads must be between 1 and 4096")
+				case p.duration <= 0:
+					return nil, fmt.Errorf("--duration must be positive")
+				case p.maxPrime < 3:
+					return nil, fmt.Errorf("--max-prime must be at least 3")
+				case p.events < 0:
+					return nil, fmt.Errorf("--events must not be negative")
+				}
+				return p, nil
+			}
+		})
+}
+
+type parallel struct {
+	threads  int
+	duration time.Duration
+	maxPrime int
+	events   int64
+}
+
+func (p *parallel) Name() string { return "parallel" }
+func (p *parallel) Op() string   { return "event" }
+func (p *parallel) Params() map[string]any {
+	return map[string]any{"threads": p.threads, "duration_ns": p.duration, "max_prime": p.maxPrime, "events": p.events}
+}
+
+// primeEvent is sysbench cpu's event: count primes below max by trial
+// division up to the square root.
+func primeEvent(maxPrime int) int {
+	n := 0
+	for c := 3; c < maxPrime; c++ {
+		t := int(math.Sqrt(float64(c)))
+		l := 2
+		for ; l <= t; l++ {
+			if c%l == 0 {
+				break
+			}
+		}
+		if l > t {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
+	deadline := time.Now().Add(p.duration)
+	var done atomic.Int64
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for th := 0; th < p.threads; th++ {
+		wg.Add(1)
+		go func(th int) {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			tr := rec.Thread(th)
+			primes := 0
+			for {
+				if p.events > 0 && done.Add(1) > p.events {
+					break
+				}
+				t0 := time.Now()
+				if !t0.Before(deadline) {
+					break
+				}
+				c0 := ThreadCPU()
+				primes += primeEvent(p.maxPrime)
+				tr.Record(t0, time.Since(t0), ThreadCPU()-c0)
+			}
+			total.Add(int64(primes))
+		}(th)
+	}
+	wg.Wait()
+	sink += uint64(total.Load())
+	return nil
+}

@@ -1,0 +1,298 @@
+// Package workload holds cfsprobe's built-in workloads. Each runs as its
+// own process inside the measured group (cfsprobe re-executes itself), times
+// every operation and hands a Result back to the runner over a pipe.
+package workload
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// Workload is a parsed, validated built-in workload.
+type Workload interface {
+	// Name is the workload's name ("periodic", ...).
+	Name() string
+	// Op names one timed operation ("burn", "burst", "event").
+	Op() string
+	// Params are the parsed parameters, for the trace.
+	Params() map[string]any
+	// Run runs the workload, printing to out.
+	Run(rec *Recorder, out io.Writer) error
+}
+
+type factory struct {
+	summary string
+	usage   string
+	parse   func(fs *pflag.FlagSet) func() (Workload, error)
+}
+
+var registry = map[string]factory{}
+
+func register(name, summary, usage string, parse func(fs *pflag.FlagSet) func() (Workload, error)) {
+	registry[name] = factory{summary: summary, usage: usage, parse: parse}
+}
+
+// Names lists the built-in workloads.
+func Names() []string {
+	var n []string
+	for k := range registry {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Summary is a one-line description of a workload.
+func Summary(name string) string { return registry[name].summary }
+
+// UnknownError is returned for a workload name that does not exist.
+type UnknownError struct{ Name string }
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("unknown workload %q: use one of %s, or -- COMMAND ARGS... to run any program", e.Name, strings.Join(Names(), ", "))
+}
+
+// Parse validates a workload's name and flags without running anything.
+func Parse(name string, args []string) (Workload, error) {
+	f, ok := registry[name]
+	if !ok {
+		return nil, &UnknownError{name}
+	}
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	build := f.parse(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, &HelpError{Usage(name)}
+		}
+		return nil, fmt.Errorf("workload %s: %w (see: cfsprobe run %s --help)", name, err, name)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("workload %s: unexpected argument %q (see: cfsprobe run %s --help)", name, fs.Arg(0), name)
+	}
+	w, err := build()
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", name, err)
+	}
+	return w, nil
+}
+
+// HelpError carries a workload's usage text when --help was asked for.
+type HelpError struct{ Text string }
+
+func (e *HelpError) Error() string { return e.Text }
+
+// Usage describes a workload and its flags.
+func Usage(name string) string {
+	f, ok := registry[name]
+	if !ok {
+		return ""
+	}
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	f.parse(fs)
+	return fmt.Sprintf("%s: %s\n\n%s\nFlags:\n%s", name, f.summary, f.usage, fs.FlagUsages())
+}
+
+// Result is what a workload process hands back to the runner.
+type Result struct {
+	Workload string `json:"workload"`
+	// StartMono and EndMono are CLOCK_MONOTONIC ns of the workload's
+	// first and last operation boundaries.
+	StartMono int64 `json:"start_mono"`
+	EndMono   int64 `json:"end_mono"`
+	// Latency.Samples[].StartNs are CLOCK_MONOTONIC ns here; the runner
+	// rebases them on the run's start.
+	Latency *trace.Latency `json:"latency"`
+	// Throughput buckets start at ThroughputStartMono.
+	Throughput          *trace.Throughput `json:"throughput,omitempty"`
+	ThroughputStartMono int64             `json:"throughput_start_mono,omitempty"`
+	// SelfCPUNs is getrusage(RUSAGE_SELF) user+system at the end.
+	SelfCPUNs int64 `json:"self_cpu_ns"`
+}
+
+// Recorder collects operation timings from any number of threads. Each
+// thread records into its own ThreadRecorder, without locks.
+type Recorder struct {
+	op         string
+	throughput bool
+	startMono  int64
+	anchorWall time.Time
+	mu         sync.Mutex
+	threads    []*ThreadRecorder
+}
+
+// NewRecorder starts the clock. With throughput, completions are counted
+// per millisecond for in-period profiles.
+func NewRecorder(op string, throughput bool) *Recorder {
+	r := &Recorder{op: op, throughput: throughput}
+	r.anchorWall = time.Now()
+	r.startMono = ClockMono()
+	return r
+}
+
+// Mono converts a time.Time taken in this process to CLOCK_MONOTONIC ns.
+func (r *Recorder) Mono(t time.Time) int64 { return r.startMono + int64(t.Sub(r.anchorWall)) }
+
+// ThroughputBucket is the width of throughput buckets.
+const ThroughputBucket = time.Millisecond
+
+// Thread returns a recorder for one worker thread.
+func (r *Recorder) Thread(id int) *ThreadRecorder {
+	t := &ThreadRecorder{r: r, id: id, hist: trace.NewHistogram()}
+	r.mu.Lock()
+	r.threads = append(r.threads, t)
+	r.mu.Unlock()
+	return t
+}
+
+// ThreadRecorder records one thread's operations.
+type ThreadRecorder struct {
+	r       *Recorder
+	id      int
+	hist    *hdrhistogram.Histogram
+	samples []trace.Sample
+	counts  []int64
+	dropped bool
+}
+
+// Record notes an operation that started at start, took wall, and cost
+// cpu of thread CPU time.
+func (t *ThreadRecorder) Record(start time.Time, wall, cpu time.Duration) {
+	_ = t.hist.RecordValue(max(int64(wall), 1000))
+	if len(t.samples) < trace.MaxSamples {
+		t.samples = append(t.samples, trace.Sample{StartNs: t.r.Mono(start), WallNs: int64(wall), CPUNs: int64(cpu), Thread: t.id})
+	} else {
+		t.dropped = true
+	}
+	if t.r.throughput {
+		b := int((start.Sub(t.r.anchorWall) + wall) / ThroughputBucket)
+		for len(t.counts) <= b {
+			t.counts = append(t.counts, 0)
+		}
+		t.counts[b]++
+	}
+}
+
+// Result merges the threads' recordings.
+func (r *Recorder) Result(name string) *Result {
+	end := ClockMono()
+	h := trace.NewHistogram()
+	var samples []trace.Sample
+	var counts []int64
+	dropped := false
+	for _, t := range r.threads {
+		h.Merge(t.hist)
+		samples = append(samples, t.samples...)
+		dropped = dropped || t.dropped
+		for i, c := range t.counts {
+			for len(counts) <= i {
+				counts = append(counts, 0)
+			}
+			counts[i] += c
+		}
+	}
+	lat := trace.LatencyFromHistogram(r.op, h)
+	if !dropped && len(samples) <= trace.MaxSamples {
+		sort.Slice(samples, func(i, j int) bool { return samples[i].StartNs < samples[j].StartNs })
+		lat.Samples = samples
+	}
+	res := &Result{Workload: name, StartMono: r.startMono, EndMono: end, Latency: lat, SelfCPUNs: SelfCPU()}
+	if r.throughput {
+		res.Throughput = &trace.Throughput{BucketNs: int64(ThroughputBucket), Counts: counts}
+		res.ThroughputStartMono = r.startMono
+	}
+	return res
+}
+
+// ClockMono reads CLOCK_MONOTONIC in ns: the clock shared by the runner
+// and the workload process.
+func ClockMono() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// ThreadCPU reads the calling thread's CPU clock. The goroutine must be
+// locked to its thread.
+func ThreadCPU() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
+// ProcessCPU reads the process's CPU clock.
+func ProcessCPU() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
+// SelfCPU is getrusage(RUSAGE_SELF) user+system time in ns.
+func SelfCPU() int64 {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// ResultFDEnv names the environment variable that tells a workload
+// process which file descriptor to write its Result to.
+const ResultFDEnv = "CFSPROBE_RESULT_FD"
+
+// Main runs a workload as the child process: cfsprobe's hidden
+// `__workload NAME ARGS...` entry point. It writes the Result as JSON to
+// the descriptor named by CFSPROBE_RESULT_FD (when set).
+func Main(name string, args []string, out io.Writer) error {
+	w, err := Parse(name, args)
+	if err != nil {
+		return err
+	}
+	var resultOut io.WriteCloser
+	if s := os.Getenv(ResultFDEnv); s != "" {
+		fd, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("%s=%q: not a file descriptor", ResultFDEnv, s)
+		}
+		resultOut = os.NewFile(uintptr(fd), "result")
+	}
+	rec := NewRecorder(w.Op(), w.Name() == "parallel")
+	if err := w.Run(rec, out); err != nil {
+		return err
+	}
+	res := rec.Result(w.Name())
+	if resultOut != nil {
+		defer resultOut.Close()
+		return json.NewEncoder(resultOut).Encode(res)
+	}
+	return nil
+}
+
+// burnChunk does a small fixed amount of CPU work (a few microseconds)
+// that the compiler cannot remove.
+func burnChunk(seed uint64) uint64 {
+	x := seed | 1
+	for i := 0; i < 2000; i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+	}
+	return x
+}
+
+// sink keeps results of CPU work alive.
+var sink uint64
