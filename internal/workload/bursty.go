@@ -90,7 +90,10 @@ func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 						break
 					}
 				}
-				tr.Record(t0, time.Since(t0), ThreadCPU()-c0)
+				// CPU clock (a system call, where a throttled task may be
+				// stopped) before the wall clock, so a stall counts.
+				cpu := ThreadCPU() - c0
+				tr.Record(t0, time.Since(t0), cpu)
 				off := b.off
 				if b.jitter > 0 {
 					off += time.Duration(rng.Int64N(int64(2*b.jitter)+1)) - b.jitter

@@ -85,8 +85,10 @@ func (p *periodic) Run(rec *Recorder, out io.Writer) error {
 						break
 					}
 				}
-				wall := time.Since(t0)
+				// Read the CPU clock (a system call, where a throttled task may
+				// be stopped) before the wall clock, so a stall counts.
 				cpu := ThreadCPU() - c0
+				wall := time.Since(t0)
 				tr.Record(t0, wall, cpu)
 				if !p.quiet {
 					now := time.Now()
