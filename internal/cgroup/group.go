@@ -174,9 +174,9 @@ func (m *Manager) Create(name string, lim Limits) (Group, error) {
 // base holds what both versions share.
 type base struct {
 	statMu  sync.Mutex // Stat may be called from several goroutines
-	path    string   // relative path, with leading "/"
-	dirs    []string // leaf directories, one per hierarchy, cpu first
-	parents []string // parent directories we may remove when empty
+	path    string     // relative path, with leading "/"
+	dirs    []string   // leaf directories, one per hierarchy, cpu first
+	parents []string   // parent directories we may remove when empty
 	statFD  *os.File
 	usageFD *os.File
 	cpuDir  string

@@ -65,14 +65,14 @@ type Config struct {
 
 // Plan is a validated run: everything was checked, nothing created yet.
 type Plan struct {
-	cfg     Config
-	layout  *cgroup.Layout
-	mgr     *cgroup.Manager
-	wl      workload.Workload
-	self    string
-	host    trace.Host
-	spec    trace.Spec
-	limits  trace.Limits
+	cfg      Config
+	layout   *cgroup.Layout
+	mgr      *cgroup.Manager
+	wl       workload.Workload
+	self     string
+	host     trace.Host
+	spec     trace.Spec
+	limits   trace.Limits
 	interval time.Duration
 }
 

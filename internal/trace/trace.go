@@ -126,8 +126,8 @@ type Period struct {
 
 // Process is the workload process's own account.
 type Process struct {
-	PID      int   `json:"pid"`
-	ExitCode int   `json:"exit_code"`
+	PID      int    `json:"pid"`
+	ExitCode int    `json:"exit_code"`
 	Signal   string `json:"signal,omitempty"`
 	// RusageNs is user+system CPU time from wait4 (the process and the
 	// children it waited for).

@@ -78,6 +78,8 @@ func primeEvent(maxPrime int) int {
 }
 
 func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
+	// One P per worker: no idle P whose thread would spin looking for work.
+	runtime.GOMAXPROCS(p.threads)
 	deadline := time.Now().Add(p.duration)
 	var done atomic.Int64
 	var total atomic.Int64
@@ -86,14 +88,18 @@ func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
 		wg.Add(1)
 		go func(th int) {
 			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
 			tr := rec.Thread(th)
 			primes := 0
 			for {
 				if p.events > 0 && done.Add(1) > p.events {
 					break
 				}
+				// Yield to Go's scheduler between events. A goroutine that runs
+				// for more than 10 ms gets preempted by the runtime, which
+				// wakes other threads of the process: CPU time that counts
+				// against the group's quota on top of the workers' and that
+				// strands per-CPU quota slices on idle CPUs.
+				runtime.Gosched()
 				t0 := time.Now()
 				if !t0.Before(deadline) {
 					break

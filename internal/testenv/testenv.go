@@ -1,0 +1,64 @@
+// Package testenv holds what cfsprobe's tests share: whether real cgroups
+// may be used, and a check that a test left nothing behind.
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+)
+
+// RequireEnv is the variable under which cgroup tests fail instead of
+// skipping (CI sets it).
+const RequireEnv = "CFSPROBE_REQUIRE_CGROUPS"
+
+// Required reports whether cgroup tests must run.
+func Required() bool { return os.Getenv(RequireEnv) == "1" }
+
+// NeedCgroups skips the test (or fails it, under CFSPROBE_REQUIRE_CGROUPS=1)
+// unless this process can create groups under the cpu controller. It
+// returns the detected layout.
+func NeedCgroups(t testing.TB) *cgroup.Layout {
+	t.Helper()
+	l, err := cgroup.Detect("/proc", "/")
+	if err == nil {
+		err = cgroup.NewManager(l, "").CheckWritable()
+	}
+	if err != nil {
+		if Required() {
+			t.Fatalf("%s=1 but real cgroups are not usable: %v", RequireEnv, err)
+		}
+		t.Skipf("real cgroups not usable (%v); set %s=1 to make this a failure", err, RequireEnv)
+	}
+	return l
+}
+
+// Leftovers lists the directories of the parent group (and anything in
+// them) in every cgroup hierarchy of the layout. Each test package uses a
+// parent of its own, so packages tested in parallel do not see each
+// other's groups.
+func Leftovers(l *cgroup.Layout, parent string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct, l.CPUSet, l.Unified} {
+		if h == nil || seen[h.Dir] {
+			continue
+		}
+		seen[h.Dir] = true
+		d := filepath.Join(h.Dir, parent)
+		if _, err := os.Stat(d); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// NoLeftovers fails the test if the parent group still exists anywhere.
+func NoLeftovers(t testing.TB, l *cgroup.Layout, parent string) {
+	t.Helper()
+	if left := Leftovers(l, parent); len(left) > 0 {
+		t.Errorf("cgroups left behind: %v", left)
+	}
+}
