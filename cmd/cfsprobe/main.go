@@ -79,7 +79,7 @@ operation.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see: %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(), newCleanupCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newReportCmd(), newCleanupCmd(), newVersionCmd())
 	return root
 }
 
