@@ -127,6 +127,14 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 			cfg.WorkloadArgs = append(args[1:dash:dash], args[dash:]...)
 		}
 	}
+	if cfg.Workload != "" {
+		for _, a := range cfg.WorkloadArgs {
+			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if strings.HasPrefix(a, "--") && c.Flags().Lookup(name) != nil && !workload.HasFlag(cfg.Workload, name) {
+				return usageErr("%s is a flag of cfsprobe run, not of the %s workload: put it before the workload's name", a, cfg.Workload)
+			}
+		}
+	}
 	plan, err := lab.Prepare(cfg)
 	if err != nil {
 		var he *workload.HelpError

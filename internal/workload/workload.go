@@ -296,3 +296,14 @@ func burnChunk(seed uint64) uint64 {
 
 // sink keeps results of CPU work alive.
 var sink uint64
+
+// HasFlag reports whether the workload defines the flag (name without dashes).
+func HasFlag(name, flag string) bool {
+	f, ok := registry[name]
+	if !ok {
+		return false
+	}
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	f.parse(fs)
+	return fs.Lookup(flag) != nil
+}
