@@ -21,12 +21,17 @@ killed with SIGKILL cannot: its group stays under cfsprobe/ in each hierarchy.
 cleanup finds cfsprobe's own groups (recognised by their names, run-PID-XXXXXXXX,
 under the cfsprobe/ parent), skips those whose cfsprobe process still runs,
 kills the tasks of the others and removes them. Nothing else is touched.`,
-		Args: cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr("cleanup takes no arguments, but got %q: name the parent group with --parent (see: cfsprobe cleanup --help)", args[0])
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, _ []string) error {
 			l, err := cgroup.Detect(procRoot, fsRoot)
 			if err != nil {
 				if errors.Is(err, cgroup.ErrNoCPUController) {
-					return &exitError{2, err}
+					return usageErr("%w: cfsprobe cannot have made groups here; check --proc-root and --fs-root, or mount a v1 cpu hierarchy or enable +cpu in the v2 root's cgroup.subtree_control", err)
 				}
 				return err
 			}

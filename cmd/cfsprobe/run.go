@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
@@ -87,9 +89,13 @@ func (f *runFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
 		if f.cpus <= 0 || math.IsNaN(f.cpus) || math.IsInf(f.cpus, 0) {
 			return l, usageErr("--cpus %v must be a positive number of CPUs, e.g. 0.5", f.cpus)
 		}
-		l.Quota = time.Duration(math.Round(f.cpus*float64(l.EffectivePeriod())/1e3)) * time.Microsecond
-		if l.Quota == 0 {
-			l.Quota = time.Microsecond // Validate reports it as below the minimum
+		us := math.Round(f.cpus * float64(l.EffectivePeriod()/time.Microsecond))
+		if us > float64(math.MaxInt64/int64(time.Microsecond)) { // would overflow time.Duration
+			return l, usageErr("--cpus %v is more CPU time per period than the kernel can enforce: use a smaller --cpus, or leave it out for no limit", f.cpus)
+		}
+		l.Quota = time.Duration(us) * time.Microsecond
+		if p := l.EffectivePeriod(); l.Quota < cgroup.MinQuota && p >= cgroup.MinPeriod && p <= cgroup.MaxPeriod {
+			return l, usageErr("--cpus %v is a quota of %v per %v period, below the kernel's minimum of 1ms: use --cpus %.3g or more, or a longer --period", f.cpus, l.Quota, p, float64(cgroup.MinQuota)/float64(p))
 		}
 	case quotaSet:
 		if f.quota <= 0 {
@@ -184,10 +190,22 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 	return nil
 }
 
+// checkWritable tells whether the trace could be written to path, without
+// creating the file: a run that fails or is interrupted leaves nothing.
 func checkWritable(path string) error {
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return errors.New("it is a directory: give a file name")
+		}
+		fh, err := os.OpenFile(path, os.O_WRONLY, 0) // neither creates nor truncates
+		if err != nil {
+			return fmt.Errorf("%w: choose another path", err)
+		}
+		return fh.Close()
 	}
-	return fh.Close()
+	dir := filepath.Dir(path)
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("directory %s is not usable (%v): create it or choose another path", dir, err)
+	}
+	return nil
 }

@@ -70,14 +70,23 @@ func readRandom(b []byte) (int, error) {
 }
 
 // CheckWritable returns ErrNotRoot (wrapped with advice) when the caller
-// cannot create groups under the cpu hierarchy.
+// cannot create groups under the cpu hierarchy, and says to check the fs
+// root when the hierarchy's directory is not there at all.
 func (m *Manager) CheckWritable() error {
 	dir := m.Layout.CPU.Dir
 	target := filepath.Join(dir, m.Parent)
 	if _, err := os.Stat(target); err == nil {
 		dir = target
 	}
-	if err := unix.Access(dir, unix.W_OK); err != nil {
+	err := unix.Access(dir, unix.W_OK)
+	if errors.Is(err, unix.ENOENT) && dir != m.Layout.CPU.Dir {
+		dir = m.Layout.CPU.Dir // another run removed the parent since the Stat
+		err = unix.Access(dir, unix.W_OK)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("the cpu hierarchy's directory %s does not exist: check --fs-root (the directory the cgroup mount points of mountinfo are found under)", dir)
+		}
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("%w: %s is not writable by uid %d: run cfsprobe as root (sudo), or delegate a cgroup to this user", ErrNotRoot, dir, os.Geteuid())
 		}

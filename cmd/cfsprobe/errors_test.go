@@ -1,0 +1,263 @@
+package main
+
+// Every bad input gets one sentence that says what is wrong and how to fix
+// it, exit status 2, nothing on stdout, and nothing created: no cgroup
+// directory appears in any hierarchy, no trace file is written.
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+)
+
+// errCase is one bad invocation.
+type errCase struct {
+	name string
+	args []string
+	// want are substrings of the message: the value at fault and the hint.
+	want []string
+	// host: the case needs the host's cgroups (a cpu controller to detect,
+	// a cpuset to compare with); the others run anywhere, also without root.
+	host bool
+	// nobody runs the binary as uid/gid 65534.
+	nobody bool
+}
+
+// runArgs prefixes a run command with the test parent, so that a case that
+// wrongly got through would only touch cfsprobe-e2e.
+func runArgs(args ...string) []string {
+	return append([]string{"run", "--parent", testParent}, args...)
+}
+
+func TestErrors(t *testing.T) {
+	noCPU, err := filepath.Abs("testdata/no-cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outDir := t.TempDir()
+	cases := []errCase{
+		// What to run.
+		{name: "unknown workload", args: runArgs("nosuch"),
+			want: []string{`"nosuch"`, "use one of", "periodic", "-- COMMAND"}},
+		{name: "no workload", args: runArgs("--cpus", "1"),
+			want: []string{"no workload", "name one of", "-- COMMAND"}},
+		{name: "workload flag malformed", args: runArgs("periodic", "--burn", "5xs"),
+			want: []string{`"5xs"`, "--burn", "cfsprobe run periodic --help"}},
+		{name: "workload flag unknown", args: runArgs("bursty", "--nosuch", "1"),
+			want: []string{"--nosuch", "cfsprobe run bursty --help"}},
+		{name: "workload stray argument", args: runArgs("periodic", "extra"),
+			want: []string{`"extra"`, "cfsprobe run periodic --help"}},
+		{name: "cfsprobe flag malformed", args: runArgs("--period", "10xs", "periodic"),
+			want: []string{`"10xs"`, "--period", "cfsprobe run --help"}},
+		{name: "cfsprobe flag unknown", args: runArgs("--nosuch", "periodic"),
+			want: []string{"--nosuch", "cfsprobe run --help"}},
+		{name: "cfsprobe flag without value", args: runArgs("--cpus"),
+			want: []string{"--cpus", "needs an argument", "cfsprobe run --help"}},
+		{name: "cfsprobe flag after the workload", args: runArgs("periodic", "--cpus", "0.5"),
+			want: []string{"--cpus", "put it before the workload"}},
+		{name: "command not found", args: runArgs("--", "/no/such/program"),
+			want: []string{`"/no/such/program"`, "full path"}},
+		{name: "command not on PATH", args: runArgs("--cpus", "1", "--", "no-such-program-cfsprobe"),
+			want: []string{`"no-such-program-cfsprobe"`, "install it"}},
+
+		// Limits the kernel would refuse.
+		{name: "quota below 1ms", args: runArgs("--quota", "500us", "periodic"),
+			want: []string{"500µs", "minimum of 1ms", "raise --quota or --cpus"}},
+		{name: "cpus below 1ms of quota", args: runArgs("--cpus", "0.001", "periodic"),
+			want: []string{"--cpus 0.001", "minimum of 1ms", "use --cpus 0.01 or more"}},
+		{name: "cpus below 1ms of a short period", args: runArgs("--period", "1500us", "--cpus", "0.5", "periodic"),
+			want: []string{"--cpus 0.5", "1.5ms period", "use --cpus 0.667 or more"}},
+		{name: "cpus beyond any quota", args: runArgs("--cpus", "1e300", "periodic"),
+			want: []string{"--cpus 1e+300", "use a smaller --cpus"}},
+		{name: "period above 1s", args: runArgs("--period", "2s", "periodic"),
+			want: []string{"period 2s", "use --period 1s or less"}},
+		{name: "period below 1ms", args: runArgs("--period", "500us", "periodic"),
+			want: []string{"period 500µs", "use --period 1ms or more"}},
+		{name: "burst above quota", args: runArgs("--cpus", "0.2", "--burst", "30ms", "periodic"),
+			want: []string{"burst 30ms", "quota 20ms", "lower --burst"}},
+		{name: "burst without quota", args: runArgs("--burst", "10ms", "periodic"),
+			want: []string{"burst needs a quota", "add --quota or --cpus"}},
+		{name: "cpus and quota", args: runArgs("--cpus", "1", "--quota", "10ms", "periodic"),
+			want: []string{"--cpus or --quota, not both"}},
+		{name: "cpus negative", args: runArgs("--cpus", "-1", "periodic"),
+			want: []string{"--cpus -1", "positive", "e.g. 0.5"}},
+		{name: "cpus zero", args: runArgs("--cpus", "0", "periodic"),
+			want: []string{"--cpus 0", "positive", "e.g. 0.5"}},
+		{name: "quota zero", args: runArgs("--quota", "0", "periodic"),
+			want: []string{"--quota 0s", "leave it out for no limit"}},
+		{name: "cpuset malformed", args: runArgs("--cpuset", "1-0", "periodic"),
+			want: []string{`"1-0"`, "like 0-1 or 0,2"}},
+		{name: "cpuset missing CPU", args: runArgs("--cpuset", "7", "periodic"), host: true,
+			want: []string{`cpuset "7"`, "CPU 7", "available:", "pick CPUs from that list"}},
+
+		// The host.
+		{name: "no cpu controller", args: runArgs("--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", filepath.Join(noCPU, "fs"), "periodic"),
+			want: []string{"cpu controller", "mount a v1 cpu hierarchy", "enable +cpu"}},
+		{name: "fs root missing", args: runArgs("--fs-root", "/no/such/root", "periodic"), host: true,
+			want: []string{"/no/such/root/", "does not exist", "check --fs-root"}},
+		{name: "not root", args: runArgs("--cpus", "0.5", "periodic"), host: true, nobody: true,
+			want: []string{"not writable by uid 65534", "run cfsprobe as root"}},
+		{name: "trace directory missing", args: runArgs("-o", "/no/such/dir/trace.json", "periodic"), host: true,
+			want: []string{"/no/such/dir", "create it or choose another path"}},
+		{name: "trace path is a directory", args: runArgs("-o", outDir, "periodic"), host: true,
+			want: []string{outDir, "give a file name"}},
+
+		// cleanup.
+		{name: "cleanup flag unknown", args: []string{"cleanup", "--parent", testParent, "--nosuch"},
+			want: []string{"--nosuch", "cfsprobe cleanup --help"}},
+		{name: "cleanup argument", args: []string{"cleanup", "--parent", testParent, "extra"},
+			want: []string{`"extra"`, "--parent"}},
+		{name: "cleanup without cpu controller", args: []string{"cleanup", "--parent", testParent, "--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", filepath.Join(noCPU, "fs")},
+			want: []string{"cpu controller", "--fs-root", "enable +cpu"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.host {
+				needCgroups(t)
+			}
+			before := cgroupDirs(t)
+			var r result
+			if c.nobody {
+				r = cfsprobeCmd(t, nobodyCmd(t, c.args...))
+			} else {
+				r = cfsprobe(t, c.args...)
+			}
+			checkUserError(t, r, c.want...)
+			after := cgroupDirs(t)
+			for d := range after {
+				if !before[d] {
+					t.Errorf("a bad input created %s", d)
+				}
+			}
+			for _, h := range hierarchyRoots() {
+				if _, err := os.Lstat(filepath.Join(h, testParent)); err == nil {
+					t.Errorf("%s exists after a bad input", filepath.Join(h, testParent))
+				}
+			}
+			if ents, _ := os.ReadDir(outDir); len(ents) > 0 {
+				t.Errorf("a bad input wrote %s", filepath.Join(outDir, ents[0].Name()))
+			}
+		})
+	}
+}
+
+// secondSentence finds a full stop followed by a new sentence ("e.g. 0.5"
+// is not one).
+var secondSentence = regexp.MustCompile(`\.\s+[A-Z]`)
+
+// checkUserError asserts exit status 2, nothing on stdout, and one line on
+// stderr, "cfsprobe: " and one sentence holding every wanted substring.
+func checkUserError(t *testing.T, r result, want ...string) {
+	t.Helper()
+	if r.code != 2 {
+		t.Errorf("exit status %d, want 2", r.code)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout is not empty:\n%s", r.stdout)
+	}
+	msg, ok := strings.CutSuffix(r.stderr, "\n")
+	switch {
+	case !ok || strings.Contains(msg, "\n"):
+		t.Errorf("stderr is not one line:\n%s", r.stderr)
+	case !strings.HasPrefix(msg, "cfsprobe: "):
+		t.Errorf("stderr does not start with \"cfsprobe: \": %q", msg)
+	case secondSentence.MatchString(msg):
+		t.Errorf("the message is more than one sentence: %q", msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("the message does not contain %q: %q", w, msg)
+		}
+	}
+	if !t.Failed() {
+		t.Logf("%s", msg)
+	}
+}
+
+// hierarchyRoots are the roots of the hierarchies cfsprobe may create
+// groups in: this machine's v1 cpu, cpuacct and cpuset mounts, and
+// whatever the detected layout names (cgroup v2 in the qemu guest).
+func hierarchyRoots() []string {
+	roots := []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpuset"}
+	if l, err := cgroup.Detect("/proc", "/"); err == nil {
+		for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct, l.CPUSet, l.Unified} {
+			if h != nil && !slices.Contains(roots, h.Dir) {
+				roots = append(roots, h.Dir)
+			}
+		}
+	}
+	return roots
+}
+
+// cgroupDirs lists every directory below the hierarchy roots.
+func cgroupDirs(t *testing.T) map[string]bool {
+	t.Helper()
+	dirs := map[string]bool{}
+	for _, root := range hierarchyRoots() {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil { // a group removed while we walk, or no such root
+				return nil
+			}
+			if d.IsDir() {
+				dirs[p] = true
+			}
+			return nil
+		})
+	}
+	return dirs
+}
+
+// nobodyCmd runs the binary as uid and gid 65534, from a copy that nobody
+// can execute (the build directory is private to root).
+func nobodyCmd(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run cfsprobe as another user")
+	}
+	dir, err := os.MkdirTemp("", "cfsprobe-nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "cfsprobe")
+	copyFile(t, bin, exe, 0o755)
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	return cmd
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(to, mode); err != nil { // umask
+		t.Fatal(err)
+	}
+}
