@@ -45,9 +45,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// testParent is the parent group the e2e tests use (not the default, so
-// that a test's leftover check is not confused by other runs).
-const testParent = "cfsprobe-e2e"
+// testParent is the parent group the e2e tests use: not the default, and
+// one per test process, so that leftover checks are not confused by other
+// runs (another test binary, or a user's run).
+var testParent = fmt.Sprintf("cfsprobe-e2e-%d", os.Getpid())
 
 // result is one invocation of the binary.
 type result struct {

@@ -75,6 +75,15 @@ operation.
   cfsprobe cleanup`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Without these cobra reports an unknown command with exit 1 and a
+		// multi-line suggestion; it is a usage error like any other.
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr("unknown command %q: use one of run, report, cleanup, version (see: cfsprobe --help)", args[0])
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see: %s --help)", err, c.CommandPath())

@@ -115,7 +115,10 @@ func Prepare(cfg Config) (*Plan, error) {
 		p.self = self
 	case len(cfg.Command) > 0:
 		if _, err := exec.LookPath(cfg.Command[0]); err != nil {
-			return ue(fmt.Errorf("command %q not found: install it or give its full path", cfg.Command[0]))
+			if strings.Contains(cfg.Command[0], "/") {
+				return ue(fmt.Errorf("command %q does not exist or is not executable: check the path", cfg.Command[0]))
+			}
+			return ue(fmt.Errorf("command %q not found in $PATH: install it or give its full path", cfg.Command[0]))
 		}
 		p.spec = trace.Spec{Workload: "command", Args: append([]string{}, cfg.Command...)}
 	default:
@@ -130,7 +133,7 @@ func Prepare(cfg Config) (*Plan, error) {
 		if errors.Is(err, cgroup.ErrNoCPUController) {
 			return ue(fmt.Errorf("%w: cfsprobe needs the cpu controller (mount a v1 cpu hierarchy, or enable +cpu in the v2 root's cgroup.subtree_control)", err))
 		}
-		return ue(err)
+		return ue(fmt.Errorf("%w: check --proc-root and --fs-root", err))
 	}
 	p.layout = layout
 	p.mgr = cgroup.NewManager(layout, cfg.Parent)
