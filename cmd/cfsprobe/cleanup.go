@@ -79,7 +79,11 @@ kills the tasks of the others and removes them. Nothing else is touched.`,
 					fmt.Fprintln(out, "nothing to clean up")
 				}
 				for _, r := range rows {
-					fmt.Fprintf(out, "%-8s %s (cfsprobe pid %d) %s\n", r.Action, r.Dir, r.Owner, r.Problem)
+					line := fmt.Sprintf("%s %s (made by cfsprobe pid %d)", r.Action, r.Dir, r.Owner)
+					if r.Problem != "" {
+						line += ": " + r.Problem
+					}
+					fmt.Fprintln(out, line)
 				}
 			}
 			return errors.Join(errs...)
