@@ -65,7 +65,7 @@ func TestErrors(t *testing.T) {
 		{name: "cfsprobe flag after the workload", args: runArgs("periodic", "--cpus", "0.5"),
 			want: []string{"--cpus", "put it before the workload"}},
 		{name: "command not found", args: runArgs("--", "/no/such/program"),
-			want: []string{`"/no/such/program"`, "full path"}},
+			want: []string{`"/no/such/program"`, "check the path"}},
 		{name: "command not on PATH", args: runArgs("--cpus", "1", "--", "no-such-program-cfsprobe"),
 			want: []string{`"no-such-program-cfsprobe"`, "install it"}},
 
