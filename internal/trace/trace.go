@@ -41,6 +41,35 @@ type Trace struct {
 	Checks []Check `json:"checks,omitempty"`
 	// Output holds the workload's own lines when they are kept.
 	Output []string `json:"output,omitempty"`
+	// Scenario is set when the run was part of a suite.
+	Scenario *Scenario `json:"scenario,omitempty"`
+}
+
+// Scenario places a run in a suite and says how it fared against the
+// scenario's expectations.
+type Scenario struct {
+	Suite       string `json:"suite"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Repetition counts from 1.
+	Repetition   int           `json:"repetition"`
+	Expectations []Expectation `json:"expectations,omitempty"`
+	// Verdict is "pass", "fail", or "none" (no expectations).
+	Verdict string `json:"verdict"`
+}
+
+// Expectation is one bound on one metric, and the value measured.
+type Expectation struct {
+	Metric string   `json:"metric"`
+	Min    *float64 `json:"min,omitempty"`
+	Max    *float64 `json:"max,omitempty"`
+	// Relative names the scenario the metric is compared with (the value
+	// is then a ratio to that scenario's value).
+	Relative string  `json:"relative,omitempty"`
+	Value    float64 `json:"value"`
+	OK       bool    `json:"ok"`
+	// Text is the expectation for people: "throttled_ratio >= 0.95".
+	Text string `json:"text"`
 }
 
 // Tool names the program that wrote the trace.
