@@ -61,7 +61,7 @@ func (l Limits) Validate() error {
 	case p > MaxPeriod:
 		return &LimitError{fmt.Sprintf("period %v is above the kernel's maximum of 1s: use --period 1s or less", p)}
 	case p%time.Microsecond != 0:
-		return &LimitError{fmt.Sprintf("period %v is not a whole number of microseconds", p)}
+		return &LimitError{fmt.Sprintf("period %v is not a whole number of microseconds: use --period %v", p, p.Round(time.Microsecond))}
 	}
 	if l.Quota < 0 {
 		return &LimitError{fmt.Sprintf("quota %v is negative: leave it out for no limit", l.Quota)}
@@ -70,7 +70,7 @@ func (l Limits) Validate() error {
 		return &LimitError{fmt.Sprintf("quota %v is below the kernel's minimum of 1ms per period: raise --quota or --cpus (with period %v, --cpus %.3g is the least)", l.Quota, p, float64(MinQuota)/float64(p))}
 	}
 	if l.Burst < 0 {
-		return &LimitError{fmt.Sprintf("burst %v is negative", l.Burst)}
+		return &LimitError{fmt.Sprintf("burst %v is negative: use --burst 0 or more, or leave it out", l.Burst)}
 	}
 	if l.Burst > 0 && l.Unlimited() {
 		return &LimitError{"burst needs a quota: add --quota or --cpus"}
@@ -85,6 +85,10 @@ func (l Limits) Validate() error {
 	}
 	return nil
 }
+
+// maxCPU is the largest CPU number ParseCPUList accepts, far above any
+// kernel's NR_CPUS (8192 at most today).
+const maxCPU = 1<<16 - 1
 
 // ParseCPUList parses a kernel CPU list ("0-3,5,7-8") into sorted CPU numbers.
 func ParseCPUList(s string) ([]int, error) {
@@ -106,8 +110,10 @@ func ParseCPUList(s string) ([]int, error) {
 				return nil, fmt.Errorf("%q: %w", part, errSyntax)
 			}
 		}
-		if b-a > 1<<16 {
-			return nil, fmt.Errorf("%q: range too large", part)
+		// Bounding the numbers also keeps c++ below from wrapping
+		// around at the largest int (an endless loop).
+		if b > maxCPU {
+			return nil, fmt.Errorf("%q: CPU number above %d", part, maxCPU)
 		}
 		for c := a; c <= b; c++ {
 			seen[c] = true

@@ -51,7 +51,11 @@ func parseMountinfo(r io.Reader) ([]Mount, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		fields := strings.Fields(line)
+		// Fields are separated by single spaces; the kernel escapes
+		// space, tab, newline and backslash in paths but prints every
+		// other byte raw, so \f, \v or a UTF-8 no-break space inside a
+		// path belong to it (strings.Fields would split there).
+		fields := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' })
 		sep := -1
 		for i := 6; i < len(fields); i++ {
 			if fields[i] == "-" {

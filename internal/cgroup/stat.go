@@ -137,6 +137,11 @@ type Max struct {
 // Unlimited reports whether no quota is set.
 func (m Max) Unlimited() bool { return m.Quota < 0 }
 
+// maxDurationUs is the largest number of microseconds a time.Duration
+// holds; a larger quota or period would wrap to a negative duration (the
+// kernel itself never shows more than 2^44-1 us).
+const maxDurationUs = math.MaxInt64 / int64(time.Microsecond)
+
 // parseCPUMax parses v2 cpu.max: "$MAX $PERIOD", $MAX being "max" or us.
 func parseCPUMax(r io.Reader) (Max, error) {
 	b, err := io.ReadAll(io.LimitReader(r, 128))
@@ -151,14 +156,14 @@ func parseCPUMax(r io.Reader) (Max, error) {
 	m := Max{Quota: -1, Period: 100 * time.Millisecond}
 	if len(f) == 2 {
 		p, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil || p <= 0 {
+		if err != nil || p <= 0 || p > maxDurationUs {
 			return Max{}, fmt.Errorf("line %q: period: %w", line, errSyntax)
 		}
 		m.Period = time.Duration(p) * time.Microsecond
 	}
 	if f[0] != "max" {
 		q, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || q <= 0 {
+		if err != nil || q <= 0 || q > maxDurationUs {
 			return Max{}, fmt.Errorf("line %q: quota: %w", line, errSyntax)
 		}
 		m.Quota = time.Duration(q) * time.Microsecond
@@ -178,11 +183,11 @@ func parseV1Max(quota, period io.Reader) (Max, error) {
 		return Max{}, err
 	}
 	q, err := strconv.ParseInt(strings.TrimSpace(string(qb)), 10, 64)
-	if err != nil {
+	if err != nil || q > maxDurationUs {
 		return Max{}, fmt.Errorf("cpu.cfs_quota_us %q: %w", strings.TrimSpace(string(qb)), errSyntax)
 	}
 	p, err := strconv.ParseInt(strings.TrimSpace(string(pb)), 10, 64)
-	if err != nil || p <= 0 {
+	if err != nil || p <= 0 || p > maxDurationUs {
 		return Max{}, fmt.Errorf("cpu.cfs_period_us %q: %w", strings.TrimSpace(string(pb)), errSyntax)
 	}
 	m := Max{Quota: -1, Period: time.Duration(p) * time.Microsecond}
