@@ -7,9 +7,12 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// Histogram range: 1 us to 1000 s at 3 significant digits (0.1 %).
+// Histogram range: up to 1000 s at 3 significant digits (0.1 %) all the
+// way down. The lowest discernible value is 1 ns, not 1 us: HDR resolves
+// values below 2048 x lowest only to lowest rounded down to a power of
+// two, which with 1 us would be 512 ns (50 % at 1 us, 1 % at 50 us).
 const (
-	histMin     = 1_000
+	histMin     = 1
 	histMax     = 1_000_000_000_000
 	histSigFigs = 3
 	// MaxSamples is how many raw operations a trace keeps; beyond that

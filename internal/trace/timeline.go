@@ -44,10 +44,27 @@ func BuildTimeline(samples []CounterSample, periodNs int64, kernel bool) []Perio
 	}
 	phase, havePhase := estimatePhase(samples, periodNs)
 	out := []Period{}
+	// Counts no period of their own interval can take: cpu.stat is read
+	// without the bandwidth lock, so a reading can see nr_periods bumped
+	// and nr_throttled not yet (or the reverse), and stall and burst time
+	// can grow between boundaries. They go to the latest period, or to
+	// the next one when there is none yet.
+	var carryThr, carryStall, carryBurst int64
 	for i := 1; i < len(samples); i++ {
 		a, b := samples[i-1], samples[i]
 		dp := b.NrPeriods - a.NrPeriods
+		dthr := max(b.NrThrottled-a.NrThrottled, 0) + carryThr
+		dtt := b.ThrottledNs - a.ThrottledNs + carryStall
+		dbt := b.BurstNs - a.BurstNs + carryBurst
+		carryThr, carryStall, carryBurst = 0, 0, 0
 		if dp <= 0 {
+			if len(out) == 0 {
+				carryThr, carryStall, carryBurst = dthr, dtt, dbt
+				continue
+			}
+			carryThr = markLatest(out, dthr)
+			out[len(out)-1].ThrottledNs += dtt
+			out[len(out)-1].BurstNs += dbt
 			continue
 		}
 		end := b.T
@@ -69,9 +86,7 @@ func BuildTimeline(samples []CounterSample, periodNs int64, kernel bool) []Perio
 				UsageNs: usageAt(samples, e) - usageAt(samples, s),
 			}
 		}
-		dt := int(min(b.NrThrottled-a.NrThrottled, dp))
-		dtt := b.ThrottledNs - a.ThrottledNs
-		dbt := b.BurstNs - a.BurstNs
+		dt := int(min(dthr, dp))
 		if dt > 0 {
 			// Mark the dt periods that used the most CPU (all of them when n == dt).
 			idx := make([]int, n)
@@ -90,9 +105,23 @@ func BuildTimeline(samples []CounterSample, periodNs int64, kernel bool) []Perio
 			ps[n-1].ThrottledNs = dtt
 		}
 		ps[n-1].BurstNs = dbt
+		// More throttled periods than boundaries: the rest were earlier.
+		carryThr = markLatest(out, dthr-int64(dt))
 		out = append(out, ps...)
 	}
 	return out
+}
+
+// markLatest marks up to n of the latest unthrottled periods throttled and
+// returns how many it could not mark.
+func markLatest(ps []Period, n int64) int64 {
+	for j := len(ps) - 1; j >= 0 && n > 0; j-- {
+		if !ps[j].Throttled {
+			ps[j].Throttled = true
+			n--
+		}
+	}
+	return n
 }
 
 // usageAt interpolates cumulative usage at time t between samples.
@@ -114,35 +143,92 @@ func usageAt(s []CounterSample, t int64) int64 {
 }
 
 // estimatePhase finds phase such that boundaries are at phase + k*period,
-// from the sampling intervals in which exactly one boundary was seen. It
-// fails when the intervals have no common point (the grid moved).
+// from the sampling intervals in which exactly one boundary was seen: each
+// puts the phase in an arc of the circle of one period's length. The
+// phase is the middle of the longest stretch of the circle that the most
+// intervals agree on, so that an interval that disagrees (a reading
+// stamped late, after a boundary it did not see) does not throw the
+// estimate away. It fails when no stretch has a majority (the grid moved).
 func estimatePhase(s []CounterSample, periodNs int64) (int64, bool) {
-	var ref int64
-	have := false
-	lo, hi := math.Inf(-1), math.Inf(1)
-	for i := 1; i < len(s); i++ {
-		if s[i].NrPeriods-s[i-1].NrPeriods != 1 {
-			continue
-		}
-		if !have {
-			ref, have = s[i].T, true
-		}
-		// Offset of this interval's end from ref, wrapped into (-P/2, P/2].
-		off := (s[i].T - ref) % periodNs
-		if off > periodNs/2 {
-			off -= periodNs
-		} else if off <= -periodNs/2 {
-			off += periodNs
-		}
-		h := float64(off)
-		l := h - float64(s[i].T-s[i-1].T)
-		lo, hi = math.Max(lo, l), math.Min(hi, h)
+	type edge struct {
+		x int64 // position on the circle, in [0, period)
+		d int   // +1 where an arc (x, ...] starts, -1 where one ends
 	}
-	if !have || lo >= hi {
+	var edges []edge
+	n, cover := 0, 0
+	for i := 1; i < len(s); i++ {
+		lo, hi := s[i-1].T, s[i].T
+		if s[i].NrPeriods-s[i-1].NrPeriods != 1 || hi <= lo || hi-lo >= periodNs {
+			continue // several boundaries, or an interval that says nothing
+		}
+		a, b := mod(lo, periodNs), mod(hi, periodNs)
+		edges = append(edges, edge{a, +1}, edge{b, -1})
+		n++
+		if b < a {
+			cover++ // the arc (a, b] wraps through 0
+		}
+	}
+	if n == 0 {
 		return 0, false
 	}
-	p := ref + int64((lo+hi)/2)
-	return p, true
+	sort.Slice(edges, func(i, j int) bool { return edges[i].x < edges[j].x })
+	// The stretches between consecutive edge positions and how many arcs
+	// cover each; the last one wraps round to the first position.
+	type stretch struct {
+		from, to int64
+		cover    int
+	}
+	var st []stretch
+	best := 0
+	for j := 0; j < len(edges); {
+		x := edges[j].x
+		for ; j < len(edges) && edges[j].x == x; j++ {
+			cover += edges[j].d
+		}
+		to := edges[0].x + periodNs
+		if j < len(edges) {
+			to = edges[j].x
+		}
+		st = append(st, stretch{x, to, cover})
+		best = max(best, cover)
+	}
+	if 2*best <= n {
+		return 0, false
+	}
+	// The longest run of adjacent stretches with the best cover, going
+	// round the circle once from a stretch that is not in such a run.
+	first := 0
+	for first < len(st) && st[first].cover == best {
+		first++
+	}
+	if first == len(st) { // cannot happen: every arc is shorter than the period
+		return 0, false
+	}
+	var runFrom, runLen, bestFrom, bestLen int64
+	for k := 1; k <= len(st); k++ {
+		c := st[(first+k)%len(st)]
+		if c.cover != best {
+			runLen = 0
+			continue
+		}
+		if runLen == 0 {
+			runFrom = c.from
+		}
+		runLen += c.to - c.from
+		if runLen > bestLen {
+			bestFrom, bestLen = runFrom, runLen
+		}
+	}
+	return mod(bestFrom+bestLen/2, periodNs), true
+}
+
+// mod is x modulo m in [0, m).
+func mod(x, m int64) int64 {
+	r := x % m
+	if r < 0 {
+		r += m
+	}
+	return r
 }
 
 func wallclockWindows(s []CounterSample, periodNs int64) []Period {
