@@ -79,7 +79,7 @@ operation.
 		// multi-line suggestion; it is a usage error like any other.
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("unknown command %q: use one of run, report, cleanup, version (see: cfsprobe --help)", args[0])
+				return usageErr("unknown command %q: use one of run, suite, report, cleanup, version (see: cfsprobe --help)", args[0])
 			}
 			return nil
 		},
@@ -88,7 +88,7 @@ operation.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see: %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(), newReportCmd(), newCleanupCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newSuiteCmd(), newReportCmd(), newCleanupCmd(), newVersionCmd())
 	return root
 }
 
