@@ -65,6 +65,7 @@ func (b *bursty) Params() map[string]any {
 }
 
 func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
+	lock := startWorkers(b.threads, b.onCPU > 0)
 	deadline := time.Now().Add(b.duration)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -72,24 +73,17 @@ func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 		wg.Add(1)
 		go func(th int) {
 			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
+			if lock {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
 			tr := rec.Thread(th)
 			rng := rand.New(rand.NewPCG(b.seed, uint64(th)))
 			seed := uint64(th + 7)
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
 				c0 := ThreadCPU()
-				for {
-					seed = burnChunk(seed)
-					if b.onCPU > 0 {
-						if ThreadCPU()-c0 >= b.onCPU {
-							break
-						}
-					} else if time.Since(t0) >= b.on {
-						break
-					}
-				}
+				seed = burn(seed, t0, b.on, c0, b.onCPU, lock)
 				// CPU clock (a system call, where a throttled task may be
 				// stopped) before the wall clock, so a stall counts.
 				cpu := ThreadCPU() - c0

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"strconv"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -21,6 +24,14 @@ threads than the quota's CPUs, the group spends its quota early in each period
 and every thread stalls until the next: events that straddle the stall take a
 period instead of a fraction of a millisecond.
 
+With fewer threads than usable CPUs, the process keeps to that many CPUs (the
+first ones it may use; --pin=false turns this off). A Go program has helper
+threads besides its workers (the runtime's monitor wakes about 100 times a
+second); on an otherwise idle CPU each wake makes the group take a slice of
+its quota there, which the workers then miss. Keeping the helpers on the
+workers' CPUs makes the workload behave like a C program with that many
+threads (sysbench cpu) when its demand equals the quota.
+
 Example: cfsprobe run --cpus 1 parallel --threads 2 --duration 5s
 `,
 		func(fs *pflag.FlagSet) func() (Workload, error) {
@@ -29,6 +40,7 @@ Example: cfsprobe run --cpus 1 parallel --threads 2 --duration 5s
 			fs.DurationVar(&p.duration, "duration", 5*time.Second, "how long to run")
 			fs.IntVar(&p.maxPrime, "max-prime", 10000, "event size: test numbers up to this for primality")
 			fs.Int64Var(&p.events, "events", 0, "stop after this many events in all (0: no limit)")
+			fs.BoolVar(&p.pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs (see --help)")
 			return func() (Workload, error) {
 				switch {
 				case p.threads < 1 || p.threads > 4096:
@@ -46,6 +58,7 @@ Example: cfsprobe run --cpus 1 parallel --threads 2 --duration 5s
 }
 
 type parallel struct {
+	pin      bool
 	threads  int
 	duration time.Duration
 	maxPrime int
@@ -55,7 +68,7 @@ type parallel struct {
 func (p *parallel) Name() string { return "parallel" }
 func (p *parallel) Op() string   { return "event" }
 func (p *parallel) Params() map[string]any {
-	return map[string]any{"threads": p.threads, "duration_ns": p.duration, "max_prime": p.maxPrime, "events": p.events}
+	return map[string]any{"threads": p.threads, "duration_ns": p.duration, "max_prime": p.maxPrime, "events": p.events, "pin": p.pin}
 }
 
 // primeEvent is sysbench cpu's event: count primes below max by trial
@@ -80,6 +93,9 @@ func primeEvent(maxPrime int) int {
 func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
 	// One P per worker: no idle P whose thread would spin looking for work.
 	runtime.GOMAXPROCS(p.threads)
+	if p.pin {
+		pinProcess(p.threads)
+	}
 	deadline := time.Now().Add(p.duration)
 	var done atomic.Int64
 	var total atomic.Int64
@@ -117,4 +133,29 @@ func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
 	wg.Wait()
 	sink += uint64(total.Load())
 	return nil
+}
+
+// pinProcess restricts every thread of the process to the first n CPUs
+// of its affinity mask, when it has more than n.
+func pinProcess(n int) {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil || set.Count() <= n {
+		return
+	}
+	var want unix.CPUSet
+	for c, k := 0, 0; k < n && c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			want.Set(c)
+			k++
+		}
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return
+	}
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			_ = unix.SchedSetaffinity(tid, &want)
+		}
+	}
 }

@@ -61,6 +61,7 @@ func (p *periodic) Params() map[string]any {
 }
 
 func (p *periodic) Run(rec *Recorder, out io.Writer) error {
+	lock := startWorkers(p.threads, p.burnCPU > 0)
 	start := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -68,23 +69,16 @@ func (p *periodic) Run(rec *Recorder, out io.Writer) error {
 		wg.Add(1)
 		go func(th int) {
 			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
+			if lock {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
 			tr := rec.Thread(th)
 			seed := uint64(th + 1)
 			for i := 0; i < p.iterations; i++ {
 				t0 := time.Now()
 				c0 := ThreadCPU()
-				for {
-					seed = burnChunk(seed)
-					if p.burnCPU > 0 {
-						if ThreadCPU()-c0 >= p.burnCPU {
-							break
-						}
-					} else if time.Since(t0) >= p.burn {
-						break
-					}
-				}
+				seed = burn(seed, t0, p.burn, c0, p.burnCPU, lock)
 				// Read the CPU clock (a system call, where a throttled task may
 				// be stopped) before the wall clock, so a stall counts.
 				cpu := ThreadCPU() - c0

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -296,6 +297,43 @@ func burnChunk(seed uint64) uint64 {
 
 // sink keeps results of CPU work alive.
 var sink uint64
+
+// startWorkers sets the process up for n worker goroutines: one P each,
+// so no idle P has a thread spinning for work. It tells whether workers
+// must lock their OS thread: only when several of them read the thread CPU
+// clock (a goroutine that moved to another thread would read another
+// thread's clock). With one P a goroutine does not move while it burns.
+func startWorkers(n int, threadClock bool) (lock bool) {
+	runtime.GOMAXPROCS(n)
+	return threadClock && n > 1
+}
+
+// burn keeps the CPU busy from t0 until wall time has passed or, with
+// cpu > 0, until the thread has spent cpu since its clock read c0. Unless
+// the goroutine is locked to its thread, it yields to Go's scheduler every
+// millisecond: a goroutine that runs for 10 ms is preempted by the
+// runtime, which wakes other threads of the process, and their CPU time
+// counts against the quota on top of the workers' (on an idle CPU each
+// wake also takes a slice of the quota there). Yielding is cheap when the
+// goroutine has its P to itself.
+func burn(seed uint64, t0 time.Time, wall time.Duration, c0, cpu time.Duration, locked bool) uint64 {
+	lastYield := t0
+	for {
+		seed = burnChunk(seed)
+		now := time.Now()
+		if cpu > 0 {
+			if ThreadCPU()-c0 >= cpu {
+				return seed
+			}
+		} else if now.Sub(t0) >= wall {
+			return seed
+		}
+		if !locked && now.Sub(lastYield) >= time.Millisecond {
+			runtime.Gosched()
+			lastYield = now
+		}
+	}
+}
 
 // HasFlag reports whether the workload defines the flag (name without dashes).
 func HasFlag(name, flag string) bool {
