@@ -44,10 +44,10 @@ var Metrics = map[string]Metric{
 		}
 		return float64(t.Summary.ThrottledNs) / float64(t.Summary.WallNs), true
 	}},
-	"ops":         {Doc: "operations timed", Get: func(t *trace.Trace) (float64, bool) { return float64(t.Summary.Ops), t.Latency != nil }},
-	"latency_p50": {Doc: "median operation wall time", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.P50 })},
-	"latency_p90": {Doc: "90th percentile operation wall time", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.P90 })},
-	"latency_p99": {Doc: "99th percentile operation wall time", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.P99 })},
+	"ops":          {Doc: "operations timed", Get: func(t *trace.Trace) (float64, bool) { return float64(t.Summary.Ops), t.Latency != nil }},
+	"latency_p50":  {Doc: "median operation wall time", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.P50 })},
+	"latency_p90":  {Doc: "90th percentile operation wall time", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.P90 })},
+	"latency_p99":  {Doc: "99th percentile operation wall time", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.P99 })},
 	"latency_p999": {Doc: "99.9th percentile operation wall time", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.P999 })},
 	"latency_max":  {Doc: "slowest operation", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.Max })},
 	"profile_last_first": {Doc: "in-period profile: throughput in the period's last 20 ms slot / in its first", Get: func(t *trace.Trace) (float64, bool) {
