@@ -1,0 +1,174 @@
+package main
+
+// The suites' "Must show" list (issue 3), on real cgroups.
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// runSuite runs `cfsprobe suite ARGS --out DIR` and loads every trace.
+func runSuite(t *testing.T, wantCode int, args ...string) (result, map[string]*trace.Trace) {
+	t.Helper()
+	dir := t.TempDir()
+	full := append([]string{"suite", "--parent", testParent, "--out", dir}, args...)
+	r := cfsprobe(t, full...)
+	t.Logf("cfsprobe %s:\n%s", strings.Join(args, " "), r.stdout)
+	if r.code != wantCode {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", r.code, wantCode, r.stderr)
+	}
+	traces := map[string]*trace.Trace{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	for _, f := range files {
+		tr, err := trace.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		traces[tr.Scenario.Name] = tr
+	}
+	return r, traces
+}
+
+func need(t *testing.T, traces map[string]*trace.Trace, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if traces[n] == nil {
+			t.Fatalf("no trace for scenario %s", n)
+		}
+	}
+}
+
+// Item 1: --list names the four suites; --show prints YAML that -f runs
+// unchanged. Item 2: bursty-limits --quick reproduces seed 003's table.
+func TestSuiteBurstyLimits(t *testing.T) {
+	needCgroups(t)
+	l := cfsprobe(t, "suite", "--list")
+	for _, s := range []string{"aggressive-cfs", "threads-vs-quota", "bursty-limits", "burst"} {
+		if !strings.Contains(l.stdout, s+" ") {
+			t.Errorf("suite --list does not name %s:\n%s", s, l.stdout)
+		}
+	}
+	show := cfsprobe(t, "suite", "--show", "bursty-limits")
+	if show.code != 0 || !strings.Contains(show.stdout, "suite: bursty-limits") {
+		t.Fatalf("suite --show: exit %d\n%s%s", show.code, show.stdout, show.stderr)
+	}
+	file := filepath.Join(t.TempDir(), "bursty-limits.yaml")
+	if err := os.WriteFile(file, []byte(show.stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, tr := runSuite(t, 0, "-f", file, "--quick")
+	assertBurstyLimits(t, tr)
+}
+
+func assertBurstyLimits(t *testing.T, tr map[string]*trace.Trace) {
+	t.Helper()
+	need(t, tr, "A-unlimited", "B-moderate", "C-aggressive", "D-control")
+	cpu := func(n string, want float64) {
+		if c := tr[n].Summary.CPURatio; c < want-0.02 || c > want+0.02 {
+			t.Errorf("%s: CPU %.1f%%, want %.0f%% within 2 points", n, 100*c, 100*want)
+		}
+	}
+	cpu("A-unlimited", 0.5)
+	cpu("B-moderate", 0.5)
+	cpu("C-aggressive", 0.1)
+	cpu("D-control", 0.5)
+	if r := tr["C-aggressive"].Summary.ThrottledRatio; r < 0.95 {
+		t.Errorf("C: %.1f%% of periods throttled, want at least 95%%", 100*r)
+	}
+	for _, n := range []string{"A-unlimited", "D-control"} {
+		if k := tr[n].Summary.NrThrottled; k != 0 {
+			t.Errorf("%s: %d periods throttled, want none", n, k)
+		}
+	}
+	if r := tr["B-moderate"].Summary.ThrottledRatio; r > 0.10 {
+		t.Errorf("B: %.1f%% of periods throttled, want at most 10%%", 100*r)
+	}
+}
+
+// Item 3: threads-vs-quota --quick.
+func TestSuiteThreadsVsQuota(t *testing.T) {
+	needCgroups(t)
+	_, tr := runSuite(t, 0, "threads-vs-quota", "--quick")
+	need(t, tr, "threads-1x", "threads-2x", "threads-4x")
+	one := tr["threads-1x"].Summary
+	if one.ThrottledRatio > 0.05 {
+		t.Errorf("1x: %.1f%% of periods throttled, want at most 5%%", 100*one.ThrottledRatio)
+	}
+	if p := one.LatencyNs.P999; p >= 2*ms {
+		t.Errorf("1x: p99.9 %.2fms, want under 2ms", float64(p)/1e6)
+	}
+	for _, n := range []string{"threads-2x", "threads-4x"} {
+		s := tr[n].Summary
+		if s.ThrottledRatio < 0.90 {
+			t.Errorf("%s: %.1f%% of periods throttled, want at least 90%%", n, 100*s.ThrottledRatio)
+		}
+		if p := s.LatencyNs.P999; p < 20*ms {
+			t.Errorf("%s: p99.9 %.2fms, want at least 20ms", n, float64(p)/1e6)
+		}
+	}
+	prof := tr["threads-2x"].InPeriodProfile(20 * ms)
+	if len(prof) != 5 {
+		t.Fatalf("2x: in-period profile has %d slots, want 5", len(prof))
+	}
+	first, last := prof[0].OpsPerMs, prof[len(prof)-1].OpsPerMs
+	t.Logf("2x in-period profile: %+v", prof)
+	if !(last < first/4) {
+		t.Errorf("2x: last slot %.2f ops/ms is not under a quarter of the first %.2f", last, first)
+	}
+}
+
+// Item 4: aggressive-cfs --quick on this kernel: no unnecessary throttling.
+func TestSuiteAggressiveCFS(t *testing.T) {
+	needCgroups(t)
+	r, tr := runSuite(t, 0, "aggressive-cfs", "--quick")
+	if len(tr) != 6 {
+		t.Fatalf("%d traces, want 6", len(tr))
+	}
+	for n, x := range tr {
+		if p := x.Summary.LatencyNs.P99; p >= 7*ms {
+			t.Errorf("%s: p99 burn %.2fms, want under 7ms", n, float64(p)/1e6)
+		}
+	}
+	if !strings.Contains(r.stdout, "verdict: no unnecessary throttling") {
+		t.Errorf("no verdict line saying no unnecessary throttling:\n%s", r.stdout)
+	}
+}
+
+// Item 6: burst equal to the quota halves throttled periods and cuts the
+// worst burst by a third.
+func TestSuiteBurst(t *testing.T) {
+	needCgroups(t)
+	_, tr := runSuite(t, 0, "burst", "--quick")
+	need(t, tr, "no-burst", "burst-20ms")
+	a, b := tr["no-burst"].Summary, tr["burst-20ms"].Summary
+	if a.NrThrottled == 0 || float64(b.NrThrottled) > 0.5*float64(a.NrThrottled) {
+		t.Errorf("throttled periods %d with burst vs %d without: want at most half", b.NrThrottled, a.NrThrottled)
+	}
+	if float64(b.LatencyNs.Max) > float64(a.LatencyNs.Max)*2/3 {
+		t.Errorf("worst burst %.1fms with burst vs %.1fms without: want a third less at least", float64(b.LatencyNs.Max)/1e6, float64(a.LatencyNs.Max)/1e6)
+	}
+}
+
+// Item 8: invalid scenario files: file:line errors, exit 2, nothing runs.
+func TestSuiteInvalidFiles(t *testing.T) {
+	files, _ := filepath.Glob("../../internal/suite/testdata/invalid/*.yaml")
+	if len(files) < 5 {
+		t.Fatalf("only %d invalid fixtures", len(files))
+	}
+	for _, f := range files {
+		r := cfsprobe(t, "suite", "--parent", testParent, "-f", f)
+		if r.code != 2 {
+			t.Errorf("%s: exit %d, want 2\n%s", f, r.code, r.stderr)
+		}
+		if !strings.HasPrefix(r.stderr, "cfsprobe: "+f) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+			t.Errorf("%s: want one line naming the file, got %q", f, r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("%s: printed %q: nothing should run", f, r.stdout)
+		}
+	}
+}
