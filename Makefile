@@ -11,7 +11,7 @@ LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio
 GOSRC := $(shell find . -name '*.go' -not -path './bin/*' 2>/dev/null) go.mod go.sum
 
-.PHONY: all build deps test test-unit test-v2 lint fuzz bench demo clean
+.PHONY: all build deps test test-unit test-v2 lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -62,6 +62,12 @@ demo: deps build
 
 bench: deps build
 	./bench/run.sh
+
+# screenshot renders the sample report (internal/report's suite fixtures)
+# in headless Chromium, offline, and saves the full page as docs/report.png.
+# It fails rather than skips when Chromium is missing.
+screenshot: deps
+	CFSPROBE_REQUIRE_CGROUPS=1 $(GO) test -count=1 -run '^TestScreenshot$$' ./internal/report -args -screenshot=$(CURDIR)/docs/report.png
 
 clean:
 	rm -rf bin build

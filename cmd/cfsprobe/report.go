@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -11,20 +13,33 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	var format string
+	var format, out, title string
 	c := &cobra.Command{
 		Use:   "report TRACE...",
-		Short: "show saved traces: one run's summary, or several side by side",
-		Long: `Reads traces saved with cfsprobe run --out (or --json) and prints them for people:
-the summary of one run, or a table comparing several. A trace is shown under
-its file name without .json; give NAME=FILE to choose the label.`,
+		Short: "show saved traces: a summary, a side-by-side table, or an HTML report with charts",
+		Long: `Reads traces saved with cfsprobe run --out (or --json) and shows them for people.
+A trace is shown under its file name without .json; give NAME=FILE to choose
+the label. Markdown and html show runs that are part of a suite under their
+scenario names.
+
+Formats (--format; the default is html when --out ends in .html, else text):
+  text      the summary of one run, or a table comparing several
+  markdown  the comparison table and each run's key numbers, as GitHub markdown
+  json      an array of per-run summaries (name, workload, limits, summary, scenario)
+  html      one self-contained page (no network needed) with, for each run, its
+            key numbers, a per-period timeline of CPU used against the quota with
+            throttled periods and stall time, a latency histogram with percentiles
+            and the in-period throughput profile; several runs also get a
+            comparison table and bars`,
 		Example: `  cfsprobe run --out free.json parallel --threads 2 --duration 3s
   cfsprobe run --out limited.json --cpus 1 parallel --threads 2 --duration 3s
-  cfsprobe report free.json limited.json`,
+  cfsprobe report free.json limited.json
+  cfsprobe report -o report.html free.json limited.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if format != "text" {
-				return usageErr("--format %q is not supported yet: use text", format)
+			f, err := report.ParseFormat(format, out)
+			if err != nil {
+				return usageErr("--format: %v", err)
 			}
 			var runs []report.Named
 			for _, a := range args {
@@ -39,13 +54,21 @@ its file name without .json; give NAME=FILE to choose the label.`,
 				}
 				runs = append(runs, report.Named{Name: name, Trace: t})
 			}
-			if len(runs) == 1 {
-				report.Summary(c.OutOrStdout(), runs[0].Trace)
-				return nil
+			// Render before creating the output file: nothing is left
+			// behind when rendering fails.
+			var b bytes.Buffer
+			if err := report.Write(&b, f, title, runs); err != nil {
+				return err
 			}
-			return report.Table(c.OutOrStdout(), runs)
+			if out == "" || out == "-" {
+				_, err := c.OutOrStdout().Write(b.Bytes())
+				return err
+			}
+			return os.WriteFile(out, b.Bytes(), 0o644)
 		},
 	}
-	c.Flags().StringVar(&format, "format", "text", "output format: text")
+	c.Flags().StringVar(&format, "format", "", "output format: text, markdown, json or html (default html for an --out ending in .html, else text)")
+	c.Flags().StringVarP(&out, "out", "o", "", "write the report to this file instead of standard output")
+	c.Flags().StringVar(&title, "title", "", "title of a markdown or html report (default: the suite's name or the run's)")
 	return c
 }

@@ -1,5 +1,7 @@
-// Package report renders traces for people: a terminal summary now,
-// richer formats later.
+// Package report renders traces for people and scripts: the terminal
+// summary and table (Text), GitHub markdown (Markdown), per-run summaries
+// as JSON (JSON), and one self-contained HTML page with charts (HTML).
+// Every renderer is pure: traces in, bytes out.
 package report
 
 import (

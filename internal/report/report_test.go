@@ -1,0 +1,182 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// The fixtures are real runs on a 2-CPU machine with cgroup v1 (see
+// testdata/README.md): the four runs of a bursty-limits suite, with
+// scenario metadata added by hand, and loose runs of the other workloads.
+const (
+	suiteDir = "testdata/suite"
+	runsDir  = "testdata/runs"
+)
+
+// loadDir reads every trace of a fixture directory, named like the report
+// command names them (file name without .json), in name order.
+func loadDir(t testing.TB, dir string) []Named {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no traces in %s (%v)", dir, err)
+	}
+	sort.Strings(paths)
+	return loadFiles(t, paths...)
+}
+
+func loadFiles(t testing.TB, paths ...string) []Named {
+	t.Helper()
+	var out []Named
+	for _, p := range paths {
+		tr, err := trace.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Named{Name: strings.TrimSuffix(filepath.Base(p), ".json"), Trace: tr})
+	}
+	return out
+}
+
+// golden compares got with testdata/golden/name, or rewrites it under
+// -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, firstDiff(string(want), string(got)))
+	}
+}
+
+// firstDiff shows the first line that differs.
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return "line " + strconv.Itoa(i+1) + ":\nwant: " + w + "\ngot:  " + g
+		}
+	}
+	return "(same lines, different bytes)"
+}
+
+// goldenCases are the sets of runs every format is checked on.
+func goldenCases(t *testing.T) map[string][]Named {
+	return map[string][]Named{
+		"suite":  loadDir(t, suiteDir),
+		"runs":   loadDir(t, runsDir),
+		"single": loadFiles(t, filepath.Join(runsDir, "parallel-cpus1.json")),
+	}
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	for name, runs := range goldenCases(t) {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Markdown(&b, "", runs); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".md", b.Bytes())
+		})
+	}
+}
+
+func TestJSONGolden(t *testing.T) {
+	for name, runs := range goldenCases(t) {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := JSON(&b, runs); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".json", b.Bytes())
+		})
+	}
+}
+
+func TestTextGolden(t *testing.T) {
+	for name, runs := range goldenCases(t) {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Text(&b, runs); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".txt", b.Bytes())
+		})
+	}
+}
+
+// Reports are pure: the same runs give the same bytes.
+func TestDeterministic(t *testing.T) {
+	runs := loadDir(t, suiteDir)
+	for _, f := range Formats {
+		var a, b bytes.Buffer
+		if err := Write(&a, f, "t", runs); err != nil {
+			t.Fatal(err)
+		}
+		if err := Write(&b, f, "t", runs); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Errorf("%s: two renderings differ", f)
+		}
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for _, c := range []struct {
+		name, out string
+		want      Format
+		err       bool
+	}{
+		{"", "", FormatText, false},
+		{"", "report.html", FormatHTML, false},
+		{"", "REPORT.HTM", FormatHTML, false},
+		{"", "report.md", FormatText, false},
+		{"markdown", "report.html", FormatMarkdown, false},
+		{"json", "", FormatJSON, false},
+		{"html", "", FormatHTML, false},
+		{"pdf", "", "", true},
+	} {
+		got, err := ParseFormat(c.name, c.out)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("ParseFormat(%q, %q) = %q, %v; want %q, error %v", c.name, c.out, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestNoRuns(t *testing.T) {
+	for _, f := range []Format{FormatText, FormatMarkdown, FormatHTML} {
+		if err := Write(&bytes.Buffer{}, f, "", nil); err == nil {
+			t.Errorf("%s of no runs: no error", f)
+		}
+	}
+}
