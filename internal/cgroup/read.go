@@ -1,0 +1,93 @@
+package cgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ReadStat reads the CPU counters of any group (not only cfsprobe's):
+// cpuDir holds cpu.stat; on v1 acctDir holds cpuacct.usage (it is cpuDir
+// when cpu and cpuacct are co-mounted). Durations come back in ns.
+func ReadStat(cpuDir, acctDir string, version int) (Stat, error) {
+	p := filepath.Join(cpuDir, "cpu.stat")
+	f, err := os.Open(p)
+	if err != nil {
+		return Stat{}, err
+	}
+	s, err := parseCPUStat(f, version)
+	f.Close()
+	if err != nil {
+		return Stat{}, fmt.Errorf("parse %s: %w", p, err)
+	}
+	if version == 1 {
+		p := filepath.Join(acctDir, "cpuacct.usage")
+		f, err := os.Open(p)
+		if err != nil {
+			return Stat{}, err
+		}
+		s.UsageNs, err = parseUsage(f)
+		f.Close()
+		if err != nil {
+			return Stat{}, fmt.Errorf("parse %s: %w", p, err)
+		}
+	}
+	return s, nil
+}
+
+// ReadMax reads a group's bandwidth setting (v1 cpu.cfs_quota_us and
+// cpu.cfs_period_us, v2 cpu.max). A group without a limit has Quota -1.
+func ReadMax(cpuDir string, version int) (Max, error) {
+	if version == 2 {
+		p := filepath.Join(cpuDir, "cpu.max")
+		f, err := os.Open(p)
+		if err != nil {
+			return Max{}, err
+		}
+		defer f.Close()
+		m, err := parseCPUMax(f)
+		if err != nil {
+			return Max{}, fmt.Errorf("parse %s: %w", p, err)
+		}
+		return m, nil
+	}
+	q, err := os.Open(filepath.Join(cpuDir, "cpu.cfs_quota_us"))
+	if err != nil {
+		return Max{}, err
+	}
+	defer q.Close()
+	pf, err := os.Open(filepath.Join(cpuDir, "cpu.cfs_period_us"))
+	if err != nil {
+		return Max{}, err
+	}
+	defer pf.Close()
+	m, err := parseV1Max(q, pf)
+	if err != nil {
+		return Max{}, fmt.Errorf("parse %s: %w", cpuDir, err)
+	}
+	return m, nil
+}
+
+// ReadBurst reads a group's burst (v1 cpu.cfs_burst_us, v2
+// cpu.max.burst). A kernel without burst support gives 0 and no error.
+func ReadBurst(cpuDir string, version int) (time.Duration, error) {
+	name := "cpu.cfs_burst_us"
+	if version == 2 {
+		name = "cpu.max.burst"
+	}
+	b, err := os.ReadFile(filepath.Join(cpuDir, name))
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("parse %s (%q): %w", filepath.Join(cpuDir, name), strings.TrimSpace(string(b)), errSyntax)
+	}
+	return time.Duration(v) * time.Microsecond, nil
+}
