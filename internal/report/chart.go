@@ -85,10 +85,10 @@ func (s linear) at(v float64) float64 {
 	return s.r0 + (v-s.d0)/(s.d1-s.d0)*(s.r1-s.r0)
 }
 
-// niceStep is a step of 1, 2 or 5 times a power of ten that cuts span into
-// about n pieces.
+// niceStep is a step of 1, 2, 2.5 or 5 times a power of ten that cuts
+// span into about n pieces.
 func niceStep(span float64, n int) float64 {
-	if span <= 0 || n <= 0 {
+	if !(span > 0) || math.IsInf(span, 0) || n <= 0 {
 		return 1
 	}
 	raw := span / float64(n)
@@ -102,22 +102,37 @@ func niceStep(span float64, n int) float64 {
 }
 
 // niceMax rounds v up to a multiple of the step that cuts it into about n
-// pieces; ticks returns those multiples.
+// pieces.
 func niceMax(v float64, n int) float64 {
-	if v <= 0 {
+	if !(v > 0) || math.IsInf(v, 0) {
 		return 1
 	}
 	s := niceStep(v, n)
 	return math.Ceil(v/s-1e-9) * s
 }
 
-func ticksUpTo(hi float64, n int) []float64 {
-	s := niceStep(hi, n)
+// maxTicks bounds every axis, whatever a malformed trace holds.
+const maxTicks = 60
+
+// ticksFrom lists lo, lo+step, ... up to hi.
+func ticksFrom(lo, hi, step float64) []float64 {
 	var out []float64
-	for v := 0.0; v <= hi+s*1e-6; v += s {
+	if !(step > 0) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(lo) || math.IsNaN(hi) {
+		return nil
+	}
+	for i := 0; i < maxTicks; i++ {
+		v := lo + float64(i)*step
+		if v > hi+step*1e-6 {
+			break
+		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// ticksUpTo cuts [0, hi] into about n nice steps.
+func ticksUpTo(hi float64, n int) []float64 {
+	return ticksFrom(0, hi, niceStep(hi, n))
 }
 
 // num formats an axis value: no trailing zeros.
@@ -174,15 +189,19 @@ func binPeriods(ps []trace.Period, periodNs int64, maxBars int) (bins []timeline
 	for _, p := range ps {
 		lo, hi = min(lo, p.StartNs), max(hi, p.EndNs)
 	}
-	slots := (hi - lo + periodNs - 1) / periodNs
+	// In floating point: a malformed trace's times may span all of int64.
+	slots := math.Ceil((float64(hi) - float64(lo)) / float64(periodNs))
 	per = 1
 	if len(ps) > maxBars {
-		per = int((slots + int64(maxBars) - 1) / int64(maxBars))
+		per = max(1, int(min(math.Ceil(slots/float64(maxBars)), math.MaxInt32)))
 	}
 	width := int64(per) * periodNs
+	if width <= 0 || width/int64(per) != periodNs {
+		width = math.MaxInt64
+	}
 	idx := map[int64]int{}
 	for i, p := range ps {
-		k := (p.StartNs - lo) / width
+		k := int64((float64(p.StartNs) - float64(lo)) / float64(width))
 		if per == 1 {
 			// One bar per period, even where the timeline's periods
 			// overlap (its first period can start on an older phase).
@@ -214,7 +233,7 @@ func binPeriods(ps []trace.Period, periodNs int64, maxBars int) (bins []timeline
 }
 
 // timeAxis picks the unit of a time axis: seconds for spans over 2 s.
-func timeAxis(spanNs int64) (div float64, unit string) {
+func timeAxis(spanNs float64) (div float64, unit string) {
 	if spanNs > 2e9 {
 		return 1e9, "s"
 	}
@@ -255,7 +274,7 @@ func timelineChart(id string, t *trace.Trace) *chart {
 	y := linear{0, top, zero, upper}
 	lo, hi := bins[0].start, bins[len(bins)-1].end
 	lo = min(lo, 0)
-	div, unit := timeAxis(hi - lo)
+	div, unit := timeAxis(float64(hi) - float64(lo))
 	x := linear{float64(lo), float64(hi), c.Plot.X, c.Plot.Right()}
 
 	for _, v := range ticksUpTo(top, 4) {
@@ -278,8 +297,8 @@ func timelineChart(id string, t *trace.Trace) *chart {
 			c.Bars = append(c.Bars, bar{X: x0, Y: zero, W: x1 - x0, H: max(h, 0.5), Class: "stall", Tip: binTip(b, per), N: int64(b.periods)})
 		}
 	}
-	step := niceStep(float64(hi-lo)/div, 8)
-	for v := math.Ceil(float64(lo)/div/step) * step; v <= float64(hi)/div+1e-9; v += step {
+	step := niceStep((float64(hi)-float64(lo))/div, 8)
+	for _, v := range ticksFrom(math.Ceil(float64(lo)/div/step)*step, float64(hi)/div, step) {
 		c.XTicks = append(c.XTicks, tick{Pos: x.at(v * div), Label: num(v), Major: true})
 	}
 	c.XLabel = "time since the start of the run (" + unit + ")"
@@ -422,7 +441,7 @@ func latencyChart(id string, t *trace.Trace, wide bool) *chart {
 		top := math.Ceil(math.Log10(float64(maxCount) + 1))
 		y := linear{0, top, c.Plot.Bottom(), c.Plot.Y}
 		yAt = func(n float64) float64 { return y.at(math.Log10(n + 1)) }
-		for e := 0.0; e <= top; e++ {
+		for _, e := range ticksFrom(0, top, 1) {
 			v := math.Pow(10, e)
 			c.YTicks = append(c.YTicks, tick{Pos: yAt(v), Label: count(v), Major: true})
 		}
@@ -439,7 +458,7 @@ func latencyChart(id string, t *trace.Trace, wide bool) *chart {
 	// Decades get a labelled grid line; 2x and 5x a label when the axis
 	// spans few decades.
 	decades := float64(kmax-kmin) / binsPerDecade
-	for e := math.Floor(float64(kmin) / binsPerDecade); e <= float64(kmax)/binsPerDecade; e++ {
+	for _, e := range ticksFrom(math.Floor(float64(kmin)/binsPerDecade), float64(kmax)/binsPerDecade, 1) {
 		for _, m := range []float64{1, 2, 5} {
 			v := m * math.Pow(10, e)
 			pos := xAt(v)
@@ -540,6 +559,9 @@ func joinNames(ns []string) string {
 	return s
 }
 
+// maxPeriodNs is the longest period the kernel accepts (1 s).
+const maxPeriodNs = 1_000_000_000
+
 // ProfileSlot is the slot width of the in-period profile.
 const ProfileSlot = 20_000_000
 
@@ -551,6 +573,9 @@ func profileChart(id string, t *trace.Trace) *chart {
 		return nil
 	}
 	periodNs := t.Limits.PeriodUs * 1000
+	if periodNs <= 0 || periodNs > maxPeriodNs {
+		return nil // not a period the kernel accepts: no profile to draw
+	}
 	slot := int64(ProfileSlot)
 	if periodNs < 2*slot {
 		slot = periodNs / 5
@@ -618,7 +643,7 @@ func compareChart(id string, runs []Named, rs []row) *chart {
 		t := r.Trace
 		maxCPU = max(maxCPU, t.Summary.CPURatio)
 		if !t.Limits.Unlimited() {
-			maxCPU = max(maxCPU, *t.Limits.CPUs)
+			maxCPU = max(maxCPU, cpus(t.Limits))
 		}
 		if p := t.Summary.LatencyNs; p != nil {
 			maxP999 = max(maxP999, float64(p.P999)/1e6)
@@ -648,7 +673,7 @@ func compareChart(id string, runs []Named, rs []row) *chart {
 		c.Bars = append(c.Bars, bar{X: panels[0].X, Y: by, W: max(cpu, 0.5), H: bh, Class: "used", N: 1,
 			Tip: fmt.Sprintf("%s: %s used, limit %s", rs[i].Name, rs[i].CPUUsed, rs[i].Limit)})
 		if !t.Limits.Unlimited() {
-			lx := scales[0].at(*t.Limits.CPUs)
+			lx := scales[0].at(cpus(t.Limits))
 			c.Lines = append(c.Lines, mark{X1: lx, Y1: y0 + 3, X2: lx, Y2: y0 + rowH - 3, Class: "limit", Tip: "limit " + rs[i].Limit})
 		}
 		if t.Limits.Unlimited() {

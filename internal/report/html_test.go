@@ -401,3 +401,76 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// synthetic stretches a real trace's timeline to n periods (repeating its
+// periods one after another), to draw 1 to tens of thousands of them.
+func synthetic(t *testing.T, n int) *trace.Trace {
+	t.Helper()
+	tr := loadFiles(t, filepath.Join(runsDir, "parallel-cpus1.json"))[0].Trace
+	src := tr.Periods
+	periodNs := tr.Limits.PeriodUs * 1000
+	var ps []trace.Period
+	var throttled int64
+	for i := 0; i < n; i++ {
+		p := src[1+i%(len(src)-1)]
+		p.StartNs, p.EndNs = int64(i)*periodNs, int64(i+1)*periodNs
+		if p.Throttled {
+			throttled++
+		}
+		ps = append(ps, p)
+	}
+	tr.Periods = ps
+	tr.Summary.NrPeriods, tr.Summary.NrThrottled, tr.Summary.TimelineThrottled = int64(n), throttled, throttled
+	return tr
+}
+
+func TestTimelineSizes(t *testing.T) {
+	for _, n := range []int{1, 2, MaxTimelineBars, MaxTimelineBars + 1, 5000, 50000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			tr := synthetic(t, n)
+			page := renderHTML(t, []Named{{Name: "x", Trace: tr}})
+			checkTimeline(t, svgs(t, page)["run-1-timeline"], tr)
+			if len(page) > 400_000 {
+				t.Errorf("a report of %d periods is %d bytes", n, len(page))
+			}
+		})
+	}
+}
+
+func TestBinPeriods(t *testing.T) {
+	const p = 100
+	ps := []trace.Period{
+		{StartNs: -90, EndNs: 10, UsageNs: 5},
+		{StartNs: -20, EndNs: 80, UsageNs: 7, Throttled: true, ThrottledNs: 3}, // overlaps the first
+		{StartNs: 80, EndNs: 180, UsageNs: 9},
+		{StartNs: 580, EndNs: 680, UsageNs: 11, Throttled: true, ThrottledNs: 4}, // after an idle gap
+	}
+	bins, per := binPeriods(ps, p, 10)
+	if per != 1 || len(bins) != 4 {
+		t.Fatalf("unbinned: %d bins of %d periods, want 4 of 1", len(bins), per)
+	}
+	if bins[1].start != -20 || bins[1].throttled != 1 || bins[1].stall != 3 {
+		t.Errorf("the overlapping period lost its own bar: %+v", bins[1])
+	}
+	bins, per = binPeriods(ps, p, 3)
+	if per != 3 {
+		t.Fatalf("binned %d per bar, want 3 (8 period slots into at most 3 bars)", per)
+	}
+	var n, hot int
+	var use, stall int64
+	for _, b := range bins {
+		n += b.periods
+		hot += b.throttled
+		use += b.usage
+		stall += b.stall
+		if b.end-b.start != 3*p {
+			t.Errorf("bin %+v is not 3 periods wide", b)
+		}
+	}
+	if n != 4 || hot != 2 || use != 32 || stall != 7 {
+		t.Errorf("bins hold %d periods, %d throttled, usage %d, stall %d; want 4, 2, 32, 7", n, hot, use, stall)
+	}
+	if len(bins) != 2 {
+		t.Errorf("%d bins, want 2 (the gap stays empty)", len(bins))
+	}
+}

@@ -97,11 +97,11 @@ func newRow(r Named, reps map[string]int) row {
 		}
 	}
 	if w.Limited {
-		w.Limit = fmt.Sprintf("%.3g CPUs", *t.Limits.CPUs)
+		w.Limit = fmt.Sprintf("%.3g CPUs", cpus(t.Limits))
 		w.Throttled = fmt.Sprintf("%d/%d", s.NrThrottled, s.NrPeriods)
 		w.ThrottledPct = fmt.Sprintf("%.0f%%", 100*s.ThrottledRatio)
-		if *t.Limits.CPUs > 0 {
-			w.QuotaShare = fmt.Sprintf("%.0f%% of the quota", 100*s.CPURatio / *t.Limits.CPUs)
+		if cpus(t.Limits) > 0 {
+			w.QuotaShare = fmt.Sprintf("%.0f%% of the quota", 100*s.CPURatio/cpus(t.Limits))
 		}
 	}
 	if s.WallNs > 0 {

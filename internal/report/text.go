@@ -21,8 +21,8 @@ func Summary(w io.Writer, t *trace.Trace) {
 	fmt.Fprintf(w, "host       Linux %s, cgroup %s (cpu controller v%d), %d CPUs, slice %s\n",
 		t.Host.Kernel, t.Host.CgroupMode, t.Host.CPUController, t.Host.CPUs, Dur(t.Host.SliceUs*1000))
 	quotaShare := ""
-	if !t.Limits.Unlimited() && s.WallNs > 0 {
-		quotaShare = fmt.Sprintf(", %.0f%% of the quota", 100*s.CPURatio / *t.Limits.CPUs)
+	if !t.Limits.Unlimited() && s.WallNs > 0 && cpus(t.Limits) > 0 {
+		quotaShare = fmt.Sprintf(", %.0f%% of the quota", 100*s.CPURatio/cpus(t.Limits))
 	}
 	fmt.Fprintf(w, "time       wall %s, CPU used %s (%.2f CPUs%s)\n", Dur(s.WallNs), Dur(s.UsageNs), s.CPURatio, quotaShare)
 	if t.Limits.Unlimited() {
@@ -58,13 +58,25 @@ func Summary(w io.Writer, t *trace.Trace) {
 	}
 }
 
+// cpus is the limit in CPUs: the trace's figure, or quota / period when a
+// hand-made trace lacks it (0 when unlimited or without a period).
+func cpus(l trace.Limits) float64 {
+	switch {
+	case l.CPUs != nil:
+		return *l.CPUs
+	case l.QuotaUs != nil && l.PeriodUs > 0:
+		return float64(*l.QuotaUs) / float64(l.PeriodUs)
+	}
+	return 0
+}
+
 // LimitsLine describes limits in one line.
 func LimitsLine(l trace.Limits) string {
 	var b strings.Builder
 	if l.Unlimited() {
 		fmt.Fprintf(&b, "unlimited (period %s)", Dur(l.PeriodUs*1000))
 	} else {
-		fmt.Fprintf(&b, "%.3g CPUs (quota %s per period %s)", *l.CPUs, Dur(*l.QuotaUs*1000), Dur(l.PeriodUs*1000))
+		fmt.Fprintf(&b, "%.3g CPUs (quota %s per period %s)", cpus(l), Dur(*l.QuotaUs*1000), Dur(l.PeriodUs*1000))
 	}
 	if l.BurstUs > 0 {
 		fmt.Fprintf(&b, ", burst %s", Dur(l.BurstUs*1000))
