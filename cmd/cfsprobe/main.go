@@ -88,7 +88,7 @@ operation.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see: %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(), newSuiteCmd(), newReportCmd(), newCleanupCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newSuiteCmd(), newReportCmd(), newCleanupCmd(), newVersionCmd(), newCheckCmd())
 	return root
 }
 
