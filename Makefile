@@ -7,8 +7,9 @@ BIN := bin/cfsprobe
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # Debian packages the tests use: sysbench (external-command tests), and
-# qemu + a stock kernel + busybox + cpio (cgroup v2 guest).
-APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio
+# qemu + a stock kernel + busybox + cpio (cgroup v2 guest), chromium (report
+# tests and make screenshot).
+APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium
 GOSRC := $(shell find . -name '*.go' -not -path './bin/*' 2>/dev/null) go.mod go.sum
 
 .PHONY: all build deps test test-unit test-v2 lint fuzz bench demo screenshot clean
