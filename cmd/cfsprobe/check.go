@@ -17,6 +17,7 @@ import (
 type checkFlags struct {
 	json       bool
 	out        string
+	report     string
 	fromTraces bool
 	parent     string
 	procRoot   string
@@ -50,6 +51,7 @@ Exit status: 0 not affected, 1 affected, 3 inconclusive, 2 error.`,
 	fl := c.Flags()
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.StringVarP(&f.out, "out", "o", "", "save the traces and the result (check.json) in this directory")
+	fl.StringVar(&f.report, "report", "", "write a report of the runs: FILE.html (charts), .md, .json or .txt")
 	fl.BoolVar(&f.fromTraces, "from-traces", false, "judge the saved traces (files or directories) given as arguments; run nothing")
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "group under which the runs' groups are created")
 	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted")
@@ -65,9 +67,17 @@ func runCheck(c *cobra.Command, f *checkFlags, args []string) error {
 		if f.out != "" {
 			return usageErr("--out saves the traces of a live check; with --from-traces they are saved already: drop --out")
 		}
-		res, _, err := check.AnalyzeFiles(args)
+		if err := checkReportPath(f.report); err != nil {
+			return err
+		}
+		res, traces, err := check.AnalyzeFiles(args)
 		if err != nil {
 			return checkErr(err)
+		}
+		if f.report != "" {
+			if err := saveReport(f.report, "cfsprobe check: "+res.Headline, traces); err != nil {
+				return err
+			}
 		}
 		return printCheck(c, f, &res)
 	}
@@ -78,6 +88,9 @@ func runCheck(c *cobra.Command, f *checkFlags, args []string) error {
 		if err := check.CheckOutDir(f.out); err != nil {
 			return checkErr(err)
 		}
+	}
+	if err := checkReportPath(f.report); err != nil {
+		return err
 	}
 	chk, err := check.Prepare(check.Config{ProcRoot: f.procRoot, FSRoot: f.fsRoot, Parent: f.parent, Stderr: os.Stderr})
 	if err != nil {
@@ -104,6 +117,11 @@ func runCheck(c *cobra.Command, f *checkFlags, args []string) error {
 	if f.out != "" {
 		if err := check.Save(f.out, &res, traces); err != nil {
 			return checkErr(err)
+		}
+	}
+	if f.report != "" {
+		if err := saveReport(f.report, "cfsprobe check: "+res.Headline, traces); err != nil {
+			return err
 		}
 	}
 	return printCheck(c, f, &res)

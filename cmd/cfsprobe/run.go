@@ -16,6 +16,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/report"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
@@ -26,6 +27,7 @@ type runFlags struct {
 	cpuset         string
 	json           bool
 	out            string
+	report         string
 	parent         string
 	procRoot       string
 	fsRoot         string
@@ -71,6 +73,7 @@ Any other program runs after --; its output still reaches the terminal.`,
 	fl.StringVar(&f.cpuset, "cpuset", "", "CPUs the group may use, e.g. 0 or 0-1")
 	fl.BoolVar(&f.json, "json", false, "print the trace as JSON on stdout (workload output goes to stderr)")
 	fl.StringVarP(&f.out, "out", "o", "", "save the trace to this file")
+	fl.StringVar(&f.report, "report", "", "write a report of the run: FILE.html (charts), .md, .json or .txt")
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "group under which the run's group is created")
 	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted")
 	fl.StringVar(&f.fsRoot, "fs-root", "/", "root under which the cgroup mount points of mountinfo are found")
@@ -155,6 +158,9 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 			return usageErr("cannot write the trace to %s: %v", f.out, err)
 		}
 	}
+	if err := checkReportPath(f.report); err != nil {
+		return err
+	}
 	ctx, sig, stop := signalContext()
 	defer stop()
 	tr, err := plan.Run(ctx)
@@ -171,6 +177,11 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 	}
 	if f.out != "" {
 		if err := tr.WriteFile(f.out); err != nil {
+			return err
+		}
+	}
+	if f.report != "" {
+		if err := saveReport(f.report, "", []*trace.Trace{tr}); err != nil {
 			return err
 		}
 	}

@@ -15,11 +15,12 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/suite"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 func newSuiteCmd() *cobra.Command {
 	var list, quick, asJSON bool
-	var show, file, outDir, parent string
+	var show, file, outDir, parent, reportPath string
 	c := &cobra.Command{
 		Use:   "suite NAME... | suite -f FILE | suite --list | suite --show NAME",
 		Short: "reproduce the published experiments: run a matrix of scenarios and give verdicts",
@@ -94,9 +95,22 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 				}
 				plans = append(plans, steps)
 			}
+			if err := checkReportPath(reportPath); err != nil {
+				return err
+			}
 			ctx, sig, stop := signalContext()
 			defer stop()
 			failed := false
+			var all []*trace.Trace
+			title := ""
+			if len(suites) == 1 {
+				title = "cfsprobe suite " + suites[0].Suite
+			}
+			defer func() {
+				if reportPath != "" && len(all) > 0 {
+					_ = saveReport(reportPath, title, all)
+				}
+			}()
 			for i, s := range suites {
 				fmt.Fprintf(out, "suite %s (%d runs%s): %s\n", s.Suite, len(plans[i]), map[bool]string{true: ", quick", false: ""}[quick], s.Source)
 				dir := ""
@@ -122,6 +136,9 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 					if dir != "" {
 						fmt.Fprintf(out, "traces in %s/\n", dir)
 					}
+				}
+				if res != nil {
+					all = append(all, res.Traces...)
 				}
 				if err != nil {
 					return err
@@ -151,6 +168,7 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 	f.StringVarP(&outDir, "out", "o", "", "save every trace in this directory")
 	f.BoolVar(&asJSON, "json", false, "print the traces (with verdicts) as a JSON array instead of the table")
 	f.StringVar(&parent, "parent", cgroup.DefaultParent, "group under which the runs' groups are created")
+	f.StringVar(&reportPath, "report", "", "write a report of every run: FILE.html (charts and the comparison), .md, .json or .txt")
 	return c
 }
 
