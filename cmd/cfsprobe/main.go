@@ -79,7 +79,7 @@ operation.
 		// multi-line suggestion; it is a usage error like any other.
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("unknown command %q: use one of run, suite, report, cleanup, version (see: cfsprobe --help)", args[0])
+				return usageErr("unknown command %q: use one of run, suite, check, report, cleanup, version (see: cfsprobe --help)", args[0])
 			}
 			return nil
 		},
