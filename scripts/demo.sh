@@ -40,5 +40,19 @@ cat <<TXT
    fixed in 5.4); on this kernel ($(uname -r)) burns should take 5 ms and no
    period should be throttled.
 
-Traces (JSON, schema in docs/trace.md) are in $out/.
+TXT
+
+say "3. cfsprobe check: does this kernel throttle groups that stay under their quota?"
+$bin check --out "$out/check" --report "$out/check.html" || true
+
+say "4. The published experiments, reproduced here (quick forms, about two minutes)"
+$bin suite bursty-limits threads-vs-quota aggressive-cfs burst --quick \
+	--out "$out/suites" --report "$out/report.html" || true
+
+cat <<TXT
+
+Open the report in a browser: $out/report.html (every run's per-period timeline,
+latency histogram, in-period profile and the comparison of each suite), and
+$out/check.html for the check's runs. Traces (JSON, schema in docs/trace.md)
+are in $out/.
 TXT
