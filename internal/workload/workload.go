@@ -300,12 +300,13 @@ var sink uint64
 
 // startWorkers sets the process up for n worker goroutines: one P each,
 // so no idle P has a thread spinning for work. It tells whether workers
-// must lock their OS thread: only when several of them read the thread CPU
-// clock (a goroutine that moved to another thread would read another
-// thread's clock). With one P a goroutine does not move while it burns.
+// must lock their OS thread: when they burn until the thread CPU clock
+// says so. A goroutine stalled in a system call (a throttled task stops
+// at its return to user space) loses its P, and may resume on another
+// thread, whose clock is another thread's: the burn would never end.
 func startWorkers(n int, threadClock bool) (lock bool) {
 	runtime.GOMAXPROCS(n)
-	return threadClock && n > 1
+	return threadClock
 }
 
 // burn keeps the CPU busy from t0 until wall time has passed or, with
