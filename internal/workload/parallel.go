@@ -25,7 +25,7 @@ and every thread stalls until the next: events that straddle the stall take a
 period instead of a fraction of a millisecond.
 
 With fewer threads than usable CPUs, the process keeps to that many CPUs (the
-first ones it may use; --pin=false turns this off). A Go program has helper
+last ones it may use; --pin=false turns this off). A Go program has helper
 threads besides its workers (the runtime's monitor wakes about 100 times a
 second); on an otherwise idle CPU each wake makes the group take a slice of
 its quota there, which the workers then miss. Keeping the helpers on the
@@ -40,7 +40,7 @@ Example: cfsprobe run --cpus 1 parallel --threads 2 --duration 5s
 			fs.DurationVar(&p.duration, "duration", 5*time.Second, "how long to run")
 			fs.IntVar(&p.maxPrime, "max-prime", 10000, "event size: test numbers up to this for primality")
 			fs.Int64Var(&p.events, "events", 0, "stop after this many events in all (0: no limit)")
-			fs.BoolVar(&p.pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs (see --help)")
+			fs.BoolVar(&p.pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs, the last ones (see --help)")
 			return func() (Workload, error) {
 				switch {
 				case p.threads < 1 || p.threads > 4096:
@@ -142,8 +142,9 @@ func pinProcess(n int) {
 	if unix.SchedGetaffinity(0, &set) != nil || set.Count() <= n {
 		return
 	}
+	// The last CPUs: CPU 0 usually takes most device interrupts.
 	var want unix.CPUSet
-	for c, k := 0, 0; k < n && c < len(set)*64; c++ {
+	for c, k := len(set)*64-1, 0; k < n && c >= 0; c-- {
 		if set.IsSet(c) {
 			want.Set(c)
 			k++
