@@ -69,8 +69,11 @@ bench: deps build
 # screenshot renders the sample report (internal/report's suite fixtures)
 # in headless Chromium, offline, and saves the full page as docs/report.png.
 # It fails rather than skips when Chromium is missing.
+# SCREENSHOT_TRACES=DIR renders the traces of DIR (a suite's --out) instead.
+SCREENSHOT_TRACES ?=
 screenshot: deps
-	CFSPROBE_REQUIRE_CGROUPS=1 $(GO) test -count=1 -run '^TestScreenshot$$' ./internal/report -args -screenshot=$(CURDIR)/docs/report.png
+	CFSPROBE_REQUIRE_CGROUPS=1 $(GO) test -count=1 -run '^TestScreenshot$$' ./internal/report -args \
+		-screenshot=$(CURDIR)/docs/report.png $(if $(SCREENSHOT_TRACES),-screenshot-traces=$(abspath $(SCREENSHOT_TRACES)))
 
 clean:
 	rm -rf bin build

@@ -12,6 +12,8 @@ import (
 
 var screenshot = flag.String("screenshot", "", "write a full-page PNG of the sample report (the suite fixtures) to this file")
 
+var screenshotTraces = flag.String("screenshot-traces", "", "with -screenshot: render the traces in this directory (e.g. a suite's --out) instead of the fixtures")
+
 // writeReport renders runs into a file of a temporary directory and
 // returns its file:// URL.
 func writeReport(t *testing.T, name string, runs []Named) (path, url string) {
@@ -172,7 +174,11 @@ func TestScreenshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	b := startBrowser(t, chromium)
-	_, url := writeReport(t, "report.html", loadDir(t, suiteDir))
+	dir := suiteDir
+	if *screenshotTraces != "" {
+		dir = *screenshotTraces
+	}
+	_, url := writeReport(t, "report.html", loadDir(t, dir))
 	p, err := b.openPage(ctx, url, 1280, 900)
 	if err != nil {
 		t.Fatal(err)
