@@ -1,0 +1,65 @@
+package monitor
+
+import "strings"
+
+// The IDs in the fixture trees under testdata/ (see discover_test.go) and in
+// the identity tests: container IDs as sha256 hex, pod UIDs as the kubelet
+// writes them.
+const (
+	ctrA    = "8a9026fda27ba9db26f1037219f20f5519c63df29bbf9712d654d7d32c179f8b"
+	ctrB1   = "0f80d7a3fe96254154a750daa7c8ac6d428c2cd48b6df38b7a2efe4633856908"
+	ctrB2   = "e20ce831b56e8313cf875744b74778e4fe159dcf30de560d5090f1b0b10a4dff"
+	ctrC    = "95cce2f742de422f73fc3e1cdb8333b6639d01bfcaf98586ce33fec74aeb6312"
+	ctrD    = "01540d6a1ed4fd4ac33ad58c2208014cba3006d7fbb32040c4f4e6b67ec381c6"
+	ctrE    = "89f590d96fb277dead21554bf79a34522deb7124dc3b34c3af09af1661b1f5e3"
+	ctrF    = "70a9527340ff8073173e3f66b340806a6b6bc2c55adb92033bf6a59f18a3d6ec"
+	ctrG    = "23aa3858f4c769b2e686f9a8676f40687ffec26135deddb429362c707213f897"
+	ctrH    = "7d6eddd1a71dc1491d86dd66d148aaf4601facca99d461cdb597ed15b1bf5f91"
+	ctrI1   = "a5cfa21bca7c9d98bd05111275fda5dcd2c66b80ccc6491a4f4ee30a6e42d399"
+	ctrI2   = "ab47319c2ea6edb2cf91dab6bff3b16d0a284a872514c38628b2d130845e76b4"
+	ctrJ    = "b924a3c41c4e18ed6af50d75d99bad71039b1aaeb6a3965ef52a3f8c426d3a25"
+	ctrK    = "df7963e34a752666b9468c9c28beccad28c349653d069133127ff9f09bc3fb83"
+	ctrL1   = "33cf4ca9d482917ce4e378867da71a653110e2941b1e01d1d10430670a155f17"
+	ctrL2   = "ccd1d47d14c885e88859aed6fc739e9ef426427a7926940e9aad92633aa0d625"
+	ctrM    = "b76ecd97157f6c69e35a96b7923d04dd48ab40f5285bf3c070dcb168693d32bb"
+	ctrN    = "27beb74093b1b9e07767dec09fd590d8bcb64aa379d68230be13c88fa119b7f2"
+	dA      = "8ba8dcdbd62860b96080baec5954ecb41c72d847bec00fcd33a40f8dffb3e481"
+	dB      = "ba71adaf5552569115037bcc45a97143b6f50d12b20fb3d85d329cbf1f1ef985"
+	dC      = "deac195d9b4162cb534001db31e717298d8d6e5982d94cd0f3e2968f24bdab60"
+	dockerX = "38b69922967f745481f3d929d82c061c7297930ad37439a48b58b846857439ed"
+	dockerY = "54e47c7eed8cf28c27b6d6a5f5ef57bb945d0e3a316b1337e477028616841470"
+	hA      = "b81cea691b5b1d2c9ba3a915f9dc274eb9da48dcdbfb800faddd01abde7c2ab5"
+	hB      = "8bd1476cb91134183ef376356d1812867279d88ba6dc9d40fb4a51b5ca013a0d"
+	pA      = "92237a12e542d37c7ecdbdece0fc1128efb6fa8f0c00763182567ae7412fe199"
+	pB      = "ed927c34703312b41d9ff0bcb359b9c27f2d80d827c43d4417e8bfd0a0b8797a"
+	pInfra  = "53d07bb9d5bdc497e0d801fdf6de087875352244aebe84a5eecd8eedf5689557"
+	pR      = "9e501568f9b384736d7a3bf9760db41131823c6df1fd36687bc02376eec54368"
+	pauseA  = "8b1f4a8326ff874480ab56d973647913b11cb5f2639eeeeae0dc31c5420dcd4f"
+	pauseB  = "29edff911173796aa3018395ce9e900bd43307b1a8b731ca86b0938f714f3066"
+	pauseC  = "d034a559aa6ec322f1771b191491a33653ba2f444752e954e21bee58a84b7ad5"
+	pauseD  = "18011c45952ad29c773cb88ae75f46750d2bcabfff5b5048fcfcb701430e2afd"
+	pauseE  = "a0fdbc5df5a3c2665a361eb76ddf3b74f312c39874ef66aae05042645dd5c919"
+	pauseH  = "750d4546acbdb19c0d035e79a5639db99fe06da823c28b14c0135b2693cea4c9"
+	pauseI  = "3d4f5b580323f89f645794b233fe5d628c964da9eeea2ed138333e1bfbec808e"
+	pauseJ  = "c7fa16b8d74d00f6efd4748992e9df009a974ddc10b12a90ac02b5d4d7a1c8e0"
+	pauseL  = "1b3167c067e27456ff2b48f6038063327d1ed79ab9e345f1362f4698b6145398"
+	podA    = "48118e8f-7355-4a82-a498-c998c46e8e12"
+	podB    = "94cc4dea-091c-4a59-a1bc-b14ce561d13b"
+	podC    = "d3ce16dc-61c0-4c1d-ab15-5102f3128c0c"
+	podD    = "6861a18b-c5c6-4719-a82b-89934186b032"
+	podE    = "d81d8bf8-a210-4c66-a317-5bc9e930d5fc"
+	podF    = "371a12d9-87bc-4da2-a55d-a0e558842ed5"
+	podG    = "eaf9d47b-95b4-450c-ae28-38eb0a082ad0"
+	podH    = "0dea1949-fed7-4597-ad27-e9606676518f"
+	podI    = "09eb5a25-f0ed-4dd0-a16b-6ea82f33edb4"
+	podJ    = "7ba845e4-0f71-46f9-a222-8d35c6709c5c"
+	podK    = "b321278d-6202-4c82-afc1-764e9a33fb43"
+	podL    = "0538ece5-db1f-45ab-a55e-2813132ab9a5"
+	podM    = "5bdb8532-2d33-4f76-ab3b-9e1998a6bda6"
+	podN    = "e5a760cd-6457-4037-a855-d40bcfec4948"
+	podP    = "7a8027a80e055080aac0045ecf33815f7c8066867a384ecf6f39867daf613939"
+)
+
+// esc is a pod UID as the kubelet's systemd driver writes it in a slice
+// name: dashes escaped to underscores.
+func esc(uid string) string { return strings.ReplaceAll(uid, "-", "_") }
