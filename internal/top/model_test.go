@@ -1,0 +1,295 @@
+package top
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/monitor"
+)
+
+const ms = int64(time.Millisecond)
+
+var t0 = time.Date(2026, 11, 21, 14, 3, 22, 0, time.UTC)
+
+// limited is a 0.2-CPU limit (20 ms per 100 ms).
+var limited = monitor.Limits{Quota: 20 * time.Millisecond, Period: 100 * time.Millisecond}
+
+var unlimited = monitor.Limits{Quota: -1, Period: 100 * time.Millisecond}
+
+func reading(path string, l monitor.Limits, at time.Duration, s cgroup.Stat) Reading {
+	return Reading{Path: path, ID: monitor.Identify(path), Limits: l, Stat: s, At: t0.Add(at)}
+}
+
+func snap(at time.Duration, rs ...Reading) Snapshot {
+	return Snapshot{Readings: rs, Total: len(rs) + 10, At: t0.Add(at)}
+}
+
+func rowOf(t *testing.T, m *Model, path string) Row {
+	t.Helper()
+	for _, r := range m.Rows(SortName, false) {
+		if r.Cgroup == path {
+			return r
+		}
+	}
+	t.Fatalf("no row %s", path)
+	return Row{}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestModelRatesOverTheInterval(t *testing.T) {
+	m := NewModel()
+	s0 := cgroup.Stat{UsageNs: 5_000 * ms, NrPeriods: 1000, NrThrottled: 400, ThrottledNs: 30_000 * ms, NrBursts: 7, BurstNs: 70 * ms}
+	m.Update(snap(0, reading("/a", limited, 0, s0)))
+	r := rowOf(t, m, "/a")
+	if r.Ready() || r.UsageCPUs != nil || r.ThrottledRatio != nil || r.WorstStallNs != nil {
+		t.Fatalf("after one reading the row has figures: %+v", r)
+	}
+	if r.Limits.CPUs == nil || !near(*r.Limits.CPUs, 0.2) || *r.Limits.QuotaUs != 20000 || r.Limits.PeriodUs != 100000 {
+		t.Errorf("limits %+v, want 0.2 CPUs (20000us/100000us)", r.Limits)
+	}
+
+	// Two seconds later: 0.4 s of CPU, 20 periods of which 16 throttled,
+	// 1.28 s throttled (80 ms each), 2 bursts of 5 ms.
+	s1 := s0
+	s1.UsageNs += 400 * ms
+	s1.NrPeriods += 20
+	s1.NrThrottled += 16
+	s1.ThrottledNs += 1280 * ms
+	s1.NrBursts += 2
+	s1.BurstNs += 10 * ms
+	m.Update(snap(2*time.Second, reading("/a", limited, 2*time.Second, s1)))
+	r = rowOf(t, m, "/a")
+	if !r.Ready() {
+		t.Fatal("after two readings the row has no figures")
+	}
+	want := Interval{WallNs: 2e9, UsageNs: 400 * ms, NrPeriods: 20, NrThrottled: 16, ThrottledNs: 1280 * ms, NrBursts: 2, BurstNs: 10 * ms}
+	if *r.Interval != want {
+		t.Errorf("interval %+v, want %+v", *r.Interval, want)
+	}
+	if !near(*r.UsageCPUs, 0.2) {
+		t.Errorf("usage %v CPUs, want 0.2", *r.UsageCPUs)
+	}
+	if !near(*r.ThrottledRatio, 0.8) {
+		t.Errorf("throttled ratio %v, want 0.8", *r.ThrottledRatio)
+	}
+	if !near(*r.ThrottledPerSecond, 0.64) {
+		t.Errorf("throttled s/s %v, want 0.64", *r.ThrottledPerSecond)
+	}
+	if *r.WorstStallNs != 80*ms {
+		t.Errorf("worst stall %v, want 80ms", time.Duration(*r.WorstStallNs))
+	}
+}
+
+// The worst stall is the largest per-interval estimate since the start,
+// also after intervals without throttling; an idle interval has a
+// throttled ratio of 0, not NaN.
+func TestModelWorstStallKeepsTheMax(t *testing.T) {
+	m := NewModel()
+	var s cgroup.Stat
+	step := func(at time.Duration, periods, throttled, throttledNs int64) Row {
+		s.NrPeriods += periods
+		s.NrThrottled += throttled
+		s.ThrottledNs += throttledNs
+		m.Update(snap(at, reading("/a", limited, at, s)))
+		return rowOf(t, m, "/a")
+	}
+	step(0, 0, 0, 0)
+	steps := []struct {
+		periods, throttled, throttledNs int64
+		wantWorst                       int64
+		wantRatio                       float64
+	}{
+		{10, 5, 150 * ms, 30 * ms, 0.5},  // 30 ms per throttled period
+		{10, 2, 180 * ms, 90 * ms, 0.2},  // 90 ms: the new worst
+		{10, 10, 400 * ms, 90 * ms, 1},   // 40 ms: the worst stays
+		{0, 0, 0, 90 * ms, 0},            // idle: no period, ratio 0
+		{10, 0, 0, 90 * ms, 0},           // running, not throttled
+		{10, 1, 250 * ms, 250 * ms, 0.1}, // stopped on several CPUs: summed
+	}
+	for i, st := range steps {
+		r := step(time.Duration(i+1)*time.Second, st.periods, st.throttled, st.throttledNs)
+		if *r.WorstStallNs != st.wantWorst {
+			t.Errorf("step %d: worst stall %v, want %v", i, time.Duration(*r.WorstStallNs), time.Duration(st.wantWorst))
+		}
+		if !near(*r.ThrottledRatio, st.wantRatio) || math.IsNaN(*r.ThrottledRatio) {
+			t.Errorf("step %d: throttled ratio %v, want %v", i, *r.ThrottledRatio, st.wantRatio)
+		}
+	}
+}
+
+// New groups have no figures until their second reading; vanished groups
+// drop; a group made again under the same path (its counters went back)
+// starts afresh, worst stall included.
+func TestModelNewVanishedAndRecreatedGroups(t *testing.T) {
+	m := NewModel()
+	busy := func(n int64) cgroup.Stat {
+		return cgroup.Stat{UsageNs: n * 200 * ms, NrPeriods: n * 10, NrThrottled: n * 8, ThrottledNs: n * 640 * ms}
+	}
+	m.Update(snap(0, reading("/a", limited, 0, busy(1)), reading("/b", limited, 0, busy(1))))
+	m.Update(snap(time.Second,
+		reading("/a", limited, time.Second, busy(2)),
+		reading("/c", limited, time.Second, busy(5)))) // /b gone, /c new
+	if m.Len() != 2 {
+		t.Fatalf("%d groups, want 2 (/a and /c)", m.Len())
+	}
+	var paths []string
+	for _, r := range m.Rows(SortName, false) {
+		paths = append(paths, r.Cgroup)
+	}
+	if !slices.Equal(paths, []string{"/a", "/c"}) {
+		t.Errorf("rows %v, want [/a /c]", paths)
+	}
+	if a := rowOf(t, m, "/a"); !a.Ready() {
+		t.Errorf("/a, read twice, has no figures")
+	}
+	if c := rowOf(t, m, "/c"); c.Ready() {
+		t.Errorf("/c, read once, has figures: %+v", c)
+	}
+	if m.Total() != 12 {
+		t.Errorf("total %d, want the snapshot's 12", m.Total())
+	}
+
+	// /c ready after its second reading; /a recreated: counters from 0.
+	m.Update(snap(2*time.Second,
+		reading("/a", limited, 2*time.Second, cgroup.Stat{UsageNs: 1 * ms, NrPeriods: 1}),
+		reading("/c", limited, 2*time.Second, busy(6))))
+	if c := rowOf(t, m, "/c"); !c.Ready() || !near(*c.UsageCPUs, 0.2) {
+		t.Errorf("/c after its second reading: %+v", c)
+	}
+	if a := rowOf(t, m, "/a"); a.Ready() {
+		t.Errorf("/a recreated (counters went back) keeps figures: %+v", a)
+	}
+	m.Update(snap(3*time.Second,
+		reading("/a", limited, 3*time.Second, cgroup.Stat{UsageNs: 101 * ms, NrPeriods: 11}),
+		reading("/c", limited, 3*time.Second, busy(7))))
+	if a := rowOf(t, m, "/a"); !a.Ready() || *a.WorstStallNs != 0 || !near(*a.UsageCPUs, 0.1) {
+		t.Errorf("/a after recreation and two readings: usage %v worst %v, want 0.1 CPUs and no stall (the old group's is not kept)",
+			*a.UsageCPUs, *a.WorstStallNs)
+	}
+
+	// Everything gone.
+	m.Update(Snapshot{At: t0.Add(4 * time.Second)})
+	if m.Len() != 0 || len(m.Rows(SortThrottled, false)) != 0 {
+		t.Errorf("%d groups after an empty snapshot", m.Len())
+	}
+}
+
+// Each group's rates use its own reading times: with many groups a pass
+// takes a while, and a group read late in one pass and early in the next
+// has a shorter interval.
+func TestModelUsesEachReadingsTime(t *testing.T) {
+	m := NewModel()
+	m.Update(snap(0, reading("/a", limited, 0, cgroup.Stat{})))
+	m.Update(snap(time.Second, reading("/a", limited, 500*time.Millisecond, cgroup.Stat{UsageNs: 100 * ms})))
+	if r := rowOf(t, m, "/a"); !near(*r.UsageCPUs, 0.2) || r.Interval.WallNs != 500*ms {
+		t.Errorf("usage %v over %v, want 0.2 over 500ms", *r.UsageCPUs, time.Duration(r.Interval.WallNs))
+	}
+	// A reading that does not advance the clock cannot give rates.
+	m.Update(snap(time.Second, reading("/a", limited, 500*time.Millisecond, cgroup.Stat{UsageNs: 200 * ms})))
+	if r := rowOf(t, m, "/a"); r.Ready() {
+		t.Errorf("zero wall time gave figures: %+v", r)
+	}
+}
+
+// sortRows builds ready rows from (name, usage, ratio, perSec, stall,
+// limit) and returns the names in the order of key.
+type fig struct {
+	name                 string
+	usage, ratio, perSec float64
+	stall                int64
+	limit                float64 // 0: none
+	ready                bool
+}
+
+func (f fig) row() Row {
+	r := Row{Cgroup: "/" + f.name, Name: f.name}
+	if f.limit > 0 {
+		l := f.limit
+		r.Limits.CPUs = &l
+	}
+	if f.ready {
+		u, ra, p, s := f.usage, f.ratio, f.perSec, f.stall
+		r.Interval = &Interval{}
+		r.UsageCPUs, r.ThrottledRatio, r.ThrottledPerSecond, r.WorstStallNs = &u, &ra, &p, &s
+	}
+	return r
+}
+
+func TestSort(t *testing.T) {
+	figs := []fig{
+		{name: "b", usage: 0.5, ratio: 0.5, perSec: 0.1, stall: 10 * ms, limit: 1, ready: true},
+		{name: "a", usage: 0.9, ratio: 0.5, perSec: 0.3, stall: 50 * ms, limit: 0.5, ready: true},
+		{name: "new", limit: 4},                 // read once: no figures
+		{name: "free", usage: 1.5, ready: true}, // no limit
+		{name: "c", usage: 0.1, ratio: 0.9, perSec: 0.05, stall: 50 * ms, limit: 0.25, ready: true},
+		{name: "d", usage: 0.1, ratio: 0, perSec: 0, stall: 0, limit: 2, ready: true},
+	}
+	cases := []struct {
+		key     SortKey
+		reverse bool
+		want    []string
+	}{
+		// Ratio, then throttled time; ties by name.
+		{SortThrottled, false, []string{"c", "a", "b", "d", "free", "new"}},
+		{SortThrottled, true, []string{"d", "free", "b", "a", "c", "new"}},
+		{SortUsage, false, []string{"free", "a", "b", "c", "d", "new"}},
+		{SortStall, false, []string{"a", "c", "b", "d", "free", "new"}},
+		{SortName, false, []string{"a", "b", "c", "d", "free", "new"}},
+		{SortName, true, []string{"new", "free", "d", "c", "b", "a"}},
+		// Without a limit: last either way.
+		{SortLimit, false, []string{"new", "d", "b", "a", "c", "free"}},
+		{SortLimit, true, []string{"c", "a", "b", "d", "new", "free"}},
+	}
+	for _, tc := range cases {
+		rows := make([]Row, len(figs))
+		for i, f := range figs {
+			rows[i] = f.row()
+		}
+		Sort(rows, tc.key, tc.reverse)
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("sort %s reverse=%v: %v, want %v", tc.key, tc.reverse, got, tc.want)
+		}
+	}
+}
+
+// Groups with the same name (two systemd units of one name in different
+// slices) keep a stable order: by path.
+func TestSortTiesByPath(t *testing.T) {
+	rows := []Row{{Cgroup: "/z/x.service", Name: "x.service"}, {Cgroup: "/a/x.service", Name: "x.service"}}
+	Sort(rows, SortThrottled, false)
+	if rows[0].Cgroup != "/a/x.service" {
+		t.Errorf("order %s, %s: want /a first", rows[0].Cgroup, rows[1].Cgroup)
+	}
+}
+
+func TestParseSortKey(t *testing.T) {
+	for _, s := range []string{"throttled", "usage", "stall", "name", "limit", " Name "} {
+		if _, ok := ParseSortKey(s); !ok {
+			t.Errorf("ParseSortKey(%q) failed", s)
+		}
+	}
+	for _, s := range []string{"", "cpu", "throttle"} {
+		if k, ok := ParseSortKey(s); ok {
+			t.Errorf("ParseSortKey(%q) = %q", s, k)
+		}
+	}
+}
+
+func TestTraceLimits(t *testing.T) {
+	l := traceLimits(monitor.Limits{Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Burst: 50 * time.Millisecond})
+	if *l.QuotaUs != 150000 || l.PeriodUs != 100000 || l.BurstUs != 50000 || !near(*l.CPUs, 1.5) {
+		t.Errorf("limits %+v", l)
+	}
+	l = traceLimits(unlimited)
+	if l.QuotaUs != nil || l.CPUs != nil || l.PeriodUs != 100000 {
+		t.Errorf("unlimited: %+v", l)
+	}
+}

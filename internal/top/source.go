@@ -1,0 +1,111 @@
+package top
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"golang.org/x/sys/unix"
+)
+
+// tree is what TreeSource asks of a cgroup tree: *monitor.Root.
+type tree interface {
+	Discover(monitor.Options) (monitor.Discovery, error)
+}
+
+// TreeSource reads the groups of a cgroup tree: those with a CPU quota, or
+// all of them.
+type TreeSource struct {
+	tree tree
+	all  bool
+	now  func() time.Time
+}
+
+// NewTreeSource reads the tree of root; all: every group, not only those
+// with a quota.
+func NewTreeSource(root *monitor.Root, all bool) *TreeSource {
+	return &TreeSource{tree: root, all: all, now: time.Now}
+}
+
+// Read walks the tree and reads each group's limits and counters. Without
+// all it walks twice: once for the number of groups (the header shows how
+// many have a limit among how many), once for those with a quota (the walk
+// reads only each group's quota file, which costs less than reading the
+// limits of every group). Groups that vanish meanwhile are left out;
+// groups that cannot be read are counted in Skipped.
+func (s *TreeSource) Read() (Snapshot, error) {
+	all, err := s.tree.Discover(monitor.Options{All: true})
+	if err != nil {
+		return Snapshot{}, err
+	}
+	d := all
+	if !s.all {
+		if d, err = s.tree.Discover(monitor.Options{}); err != nil {
+			return Snapshot{}, err
+		}
+	}
+	snap := Snapshot{Total: len(all.Groups), Skipped: len(d.Skipped), Readings: make([]Reading, 0, len(d.Groups))}
+	for _, g := range d.Groups {
+		l, err := g.Limits()
+		if err == nil && l.Unlimited() && !s.all {
+			continue // its quota was removed since the walk
+		}
+		var st cgroup.Stat
+		at := s.now()
+		if err == nil {
+			st, err = g.Stat()
+		}
+		if err != nil {
+			if !monitor.IsGone(err) {
+				snap.Skipped++
+			}
+			continue
+		}
+		snap.Readings = append(snap.Readings, Reading{Path: g.Path, ID: g.ID, Limits: l, Stat: st, At: at})
+	}
+	snap.At = s.now()
+	return snap, nil
+}
+
+// HostFacts describes the machine whose tree root is, for the header.
+func HostFacts(root *monitor.Root) trace.Host {
+	h := trace.Host{Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), CgroupMode: string(root.Mode), CPUController: root.Version}
+	h.Hostname, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		if cpus, err := cgroup.ParseCPUList(strings.TrimSpace(string(b))); err == nil && len(cpus) > 0 {
+			h.CPUs = len(cpus)
+		}
+	}
+	return h
+}
+
+// hostLine is the host part of the header: "node1  Linux 6.1.0  cgroup v1  2 CPUs".
+func hostLine(h trace.Host) string {
+	var parts []string
+	if h.Hostname != "" {
+		parts = append(parts, h.Hostname)
+	}
+	if h.Kernel != "" {
+		parts = append(parts, "Linux "+h.Kernel)
+	}
+	if h.CgroupMode != "" {
+		mode := "cgroup " + h.CgroupMode
+		if h.CgroupMode == string(cgroup.ModeHybrid) {
+			mode += fmt.Sprintf(" (cpu v%d)", h.CPUController)
+		}
+		parts = append(parts, mode)
+	}
+	if h.CPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%d CPUs", h.CPUs))
+	}
+	return strings.Join(parts, "  ")
+}
