@@ -8,8 +8,8 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # Debian packages the tests use: sysbench (external-command tests), and
 # qemu + a stock kernel + busybox + cpio (cgroup v2 guest), chromium (report
-# tests and make screenshot).
-APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium
+# tests and make screenshot), tmux (cfsprobe top in a real terminal).
+APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux
 GOSRC := $(shell find . -name '*.go' -not -path './bin/*' 2>/dev/null) go.mod go.sum
 
 .PHONY: all build deps test test-unit test-v2 lint fuzz bench demo screenshot clean

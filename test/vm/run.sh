@@ -34,7 +34,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 
-tests=${CFSPROBE_VM_TESTS:-'TestLabBurstyOverQuota|TestLabParallelOverQuota|TestSuiteBurst$'}
+tests=${CFSPROBE_VM_TESTS:-'TestLabBurstyOverQuota|TestLabParallelOverQuota|TestSuiteBurst$|TestTopOnceJSONRealCgroups'}
 vm_timeout=${CFSPROBE_VM_TIMEOUT:-900}
 smp=${CFSPROBE_VM_SMP:-2}
 mem=${CFSPROBE_VM_MEM:-1024}
