@@ -41,6 +41,9 @@ type Discovery struct {
 	// (permission denied, unparsable contents), each error naming its
 	// path. Groups that vanished during the walk are left out silently.
 	Skipped []error
+	// Walked counts the groups whose directories the walk listed, with
+	// a quota or without (within Options.MaxDepth).
+	Walked int
 }
 
 // Limits are a group's CFS bandwidth settings.
@@ -141,6 +144,7 @@ func (w *walker) skip(err error) {
 
 // consider adds the group when it is wanted.
 func (w *walker) consider(fd int, cpuDir, acctDir, path string, hasMax bool) {
+	w.d.Walked++
 	if !w.opts.All {
 		limited, err := w.limited(fd, cpuDir, hasMax)
 		if err != nil {

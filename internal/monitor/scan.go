@@ -1,0 +1,657 @@
+package monitor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"golang.org/x/sys/unix"
+)
+
+// Target is a group as the last walk left it: where it is, what it is and
+// its limits.
+type Target struct {
+	Group  Group
+	Limits Limits
+	Burst  bool // the kernel has CPU burst: the group has cpu.cfs_burst_us (v1) or cpu.max.burst (v2)
+}
+
+// Reading is a group's counters, read now, with the limits the last walk
+// read.
+type Reading struct {
+	Target
+	Stat cgroup.Stat
+}
+
+// ScanOptions say which groups a Scanner follows.
+type ScanOptions struct {
+	All bool // every group, not only those with a CPU quota (see Options.All)
+}
+
+// ErrNotWalked is what Scanner.Ready says before the first walk.
+var ErrNotWalked = errors.New("the cgroup tree has not been walked yet")
+
+// Scanner keeps the groups of a cgroup root between scrapes: Rescan walks
+// the tree and reads every group's limits (seldom: limits change rarely),
+// Read reads every group's counters (at each scrape). The counter files
+// are kept open and read with pread, which costs the kernel a sixth of an
+// open, read and close. A group that disappears drops out, at the next
+// walk or as soon as a read finds it gone; it never makes Read fail.
+// Other failed reads are counted in Errors by file name.
+//
+// A Scanner is safe for concurrent use.
+type Scanner struct {
+	root *Root
+	opts ScanOptions
+	errs *ReadErrors
+
+	walkMu sync.Mutex // one walk at a time
+
+	mu      sync.Mutex // guards what follows
+	groups  []*scanned // in tree order
+	byPath  map[string]*scanned
+	walked  int    // groups in the last successful walk, limited or not
+	walkErr error  // of the last walk
+	gen     uint64 // bumped whenever the groups or their limits change
+	buf     [statBufSize]byte
+}
+
+// scanned is a group the Scanner follows.
+type scanned struct {
+	Target
+	files counters
+}
+
+// NewScanner returns a Scanner of root's groups. It has none until the
+// first Rescan.
+func NewScanner(root *Root, opts ScanOptions) *Scanner {
+	return &Scanner{root: root, opts: opts, errs: NewReadErrors(), byPath: map[string]*scanned{}, walkErr: ErrNotWalked}
+}
+
+// Errors are the failed reads of the Scanner's files, by file name.
+func (s *Scanner) Errors() *ReadErrors { return s.errs }
+
+// Root is the cgroup root the Scanner reads.
+func (s *Scanner) Root() *Root { return s.root }
+
+// Rescan walks the tree: groups that appeared are added (their files
+// opened), those that disappeared (or lost their quota) dropped, and every
+// group's limits read again. Unreadable directories and files are counted
+// in Errors and left out. The error is that of the walk itself (the root
+// cannot be read); the groups of the last walk are then kept.
+func (s *Scanner) Rescan() error {
+	s.walkMu.Lock()
+	defer s.walkMu.Unlock()
+
+	d, err := s.root.Discover(Options{All: s.opts.All})
+	if err != nil {
+		s.mu.Lock()
+		s.walkErr = err
+		s.mu.Unlock()
+		return err
+	}
+	for _, e := range d.Skipped {
+		s.errs.Add(fileOf(e))
+	}
+
+	// Limits and new groups' files are read without the lock, so that
+	// scrapes go on meanwhile; whether a group is new is decided again
+	// under the lock, since a Read may have dropped one in between.
+	s.mu.Lock()
+	known := make(map[string]bool, len(s.byPath))
+	for p := range s.byPath {
+		known[p] = true
+	}
+	s.mu.Unlock()
+
+	type found struct {
+		t     Target
+		files counters
+		fresh bool // files were opened here
+	}
+	list := make([]found, 0, len(d.Groups))
+	for _, g := range d.Groups {
+		lim, burst, err := readLimits(g)
+		if err != nil {
+			if !IsGone(err) {
+				s.errs.Add(fileOf(err))
+			}
+			continue
+		}
+		if !s.opts.All && lim.Unlimited() {
+			continue // the quota went between the walk and now
+		}
+		f := found{t: Target{Group: g, Limits: lim, Burst: burst}}
+		if !known[g.Path] {
+			c, err := openCounters(g)
+			if err != nil {
+				if !IsGone(err) {
+					s.errs.Add(fileOf(err))
+				}
+				continue
+			}
+			f.files, f.fresh = c, true
+		}
+		list = append(list, f)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	groups := make([]*scanned, 0, len(list))
+	byPath := make(map[string]*scanned, len(list))
+	changed := len(list) != len(s.groups)
+	for _, f := range list {
+		old := s.byPath[f.t.Group.Path]
+		switch {
+		case old != nil && old.Group.CPUDir == f.t.Group.CPUDir && old.Group.AcctDir == f.t.Group.AcctDir:
+			if f.fresh {
+				f.files.close() // a Read dropped and a walk re-added it meanwhile: keep one set
+			}
+			if old.Limits != f.t.Limits || old.Burst != f.t.Burst {
+				changed = true
+			}
+			old.Target = f.t
+			groups = append(groups, old)
+			byPath[f.t.Group.Path] = old
+			delete(s.byPath, f.t.Group.Path)
+		case f.fresh:
+			g := &scanned{Target: f.t, files: f.files}
+			groups = append(groups, g)
+			byPath[f.t.Group.Path] = g
+			changed = true
+		default:
+			// Known at the start of the walk and dropped since by a
+			// Read (it was gone): the next walk will tell.
+			changed = true
+		}
+	}
+	for _, g := range s.byPath { // what the walk no longer found
+		g.files.close()
+	}
+	s.groups, s.byPath = groups, byPath
+	s.walked, s.walkErr = d.Walked, nil
+	if changed {
+		s.gen++
+	}
+	return nil
+}
+
+// Read appends a Reading of every group to dst and returns it. Groups
+// found gone are dropped; groups whose files cannot be read are left out
+// of this Read and counted in Errors.
+func (s *Scanner) Read(dst []Reading) []Reading {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.groups[:0]
+	for _, g := range s.groups {
+		st, file, err := g.files.read(s.buf[:])
+		if err != nil {
+			if IsGone(err) {
+				g.files.close()
+				delete(s.byPath, g.Group.Path)
+				s.gen++
+				continue
+			}
+			s.errs.Add(file)
+			kept = append(kept, g)
+			continue
+		}
+		kept = append(kept, g)
+		dst = append(dst, Reading{Target: g.Target, Stat: st})
+	}
+	clear(s.groups[len(kept):]) // no pointers to dropped groups
+	s.groups = kept
+	return dst
+}
+
+// Targets appends the groups as the last walk left them (less those found
+// gone since) to dst. gen changes whenever they do.
+func (s *Scanner) Targets(dst []Target) (_ []Target, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.groups {
+		dst = append(dst, g.Target)
+	}
+	return dst, s.gen
+}
+
+// Generation changes whenever the groups or their limits do.
+func (s *Scanner) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// Len is the number of groups the Scanner follows.
+func (s *Scanner) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.groups)
+}
+
+// Walked is the number of groups, with a limit or without, that the last
+// successful walk found.
+func (s *Scanner) Walked() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.walked
+}
+
+// Ready is nil when the last walk succeeded, its error otherwise, and
+// ErrNotWalked before the first.
+func (s *Scanner) Ready() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.walkErr
+}
+
+// Close closes the files the Scanner keeps open and forgets its groups.
+func (s *Scanner) Close() {
+	s.walkMu.Lock()
+	defer s.walkMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.groups {
+		g.files.close()
+	}
+	s.groups, s.byPath = nil, map[string]*scanned{}
+	s.gen++
+}
+
+// readLimits reads a group's limits and whether its kernel has burst.
+func readLimits(g Group) (Limits, bool, error) {
+	lim, err := g.Limits()
+	if err != nil {
+		return Limits{}, false, err
+	}
+	name := "cpu.cfs_burst_us"
+	if g.Version == 2 {
+		name = "cpu.max.burst"
+	}
+	var st unix.Stat_t
+	burst := unix.Stat(filepath.Join(g.CPUDir, name), &st) == nil
+	return lim, burst, nil
+}
+
+// ReadErrors counts failed reads of cgroup files by file name. It is safe
+// for concurrent use.
+type ReadErrors struct {
+	mu sync.Mutex
+	n  map[string]uint64
+}
+
+// NewReadErrors returns an empty count.
+func NewReadErrors() *ReadErrors { return &ReadErrors{n: map[string]uint64{}} }
+
+// Add counts one failed read of file (a name such as cpu.stat).
+func (e *ReadErrors) Add(file string) {
+	e.mu.Lock()
+	e.n[file]++
+	e.mu.Unlock()
+}
+
+// Counts returns a copy of the counts.
+func (e *ReadErrors) Counts() map[string]uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]uint64, len(e.n))
+	for k, v := range e.n {
+		out[k] = v
+	}
+	return out
+}
+
+// cgroupFiles are the files whose failed reads are counted under their
+// own names; longest first, so that cpu.max.burst is not taken for cpu.max.
+var cgroupFiles = []string{
+	"cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.cfs_burst_us", "cpuacct.usage", "cpu.max.burst", "cpu.stat", "cpu.max",
+}
+
+// fileOf names the file an error is about, for counting: one of
+// cgroupFiles, "directory" for a group's directory, "other" when the
+// error does not say.
+func fileOf(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		base := filepath.Base(pe.Path)
+		for _, f := range cgroupFiles {
+			if base == f {
+				return f
+			}
+		}
+		if pe.Op == "readdirent" || pe.Op == "open" {
+			return "directory"
+		}
+	}
+	msg := err.Error()
+	for _, f := range cgroupFiles {
+		if strings.Contains(msg, f) {
+			return f
+		}
+	}
+	return "other"
+}
+
+// counters are the open files a group's counters are read from: cpu.stat
+// and, on v1, cpuacct.usage.
+type counters struct {
+	version int
+	stat    counterFile
+	usage   counterFile // v1 only
+}
+
+// openCounters opens a group's counter files.
+func openCounters(g Group) (counters, error) {
+	c := counters{version: g.Version}
+	var err error
+	if c.stat, err = openCounterFile(join(g.CPUDir, "cpu.stat")); err != nil {
+		return counters{}, err
+	}
+	if g.Version == 1 {
+		if c.usage, err = openCounterFile(join(g.AcctDir, "cpuacct.usage")); err != nil {
+			c.stat.close()
+			return counters{}, err
+		}
+	}
+	return c, nil
+}
+
+// read reads the counters with buf as scratch; on error file names the
+// file that failed.
+func (c *counters) read(buf []byte) (st cgroup.Stat, file string, err error) {
+	b, err := c.stat.read(buf)
+	if err != nil {
+		return cgroup.Stat{}, "cpu.stat", err
+	}
+	if st, err = parseStat(b, c.version); err != nil {
+		return cgroup.Stat{}, "cpu.stat", fmt.Errorf("parse %s: %w", c.stat.path, err)
+	}
+	if c.version == 1 {
+		if st.UsageNs, err = c.readUsage(buf); err != nil {
+			return cgroup.Stat{}, "cpuacct.usage", err
+		}
+	}
+	return st, "", nil
+}
+
+// readUsage reads v1 cpuacct.usage alone.
+func (c *counters) readUsage(buf []byte) (int64, error) {
+	b, err := c.usage.read(buf)
+	if err != nil {
+		return 0, err
+	}
+	v, err := parseUsage(b)
+	if err != nil {
+		return 0, fmt.Errorf("parse %s: %w", c.usage.path, err)
+	}
+	return v, nil
+}
+
+func (c *counters) close() {
+	c.stat.close()
+	c.usage.close()
+}
+
+// statBufSize bounds a counter file: cpu.stat has a dozen short lines.
+const statBufSize = 4096
+
+// counterFile is a kernel file read again and again: kept open when the
+// process may hold one more descriptor, else opened for each read.
+type counterFile struct {
+	path string
+	fd   int // -1: not kept open
+	kept bool
+}
+
+// keptFiles counts the descriptors counterFiles hold, process-wide, so
+// that a node with many groups does not run the process out of them.
+var (
+	keptFiles    atomic.Int64
+	maxKeptOnce  sync.Once
+	maxKeptFiles int64
+)
+
+// maxKept is how many descriptors counterFiles may hold: half of the
+// process's limit (Go raises the soft limit to the hard one at start).
+func maxKept() int64 {
+	maxKeptOnce.Do(func() {
+		var r unix.Rlimit
+		switch {
+		case unix.Getrlimit(unix.RLIMIT_NOFILE, &r) != nil:
+			maxKeptFiles = 256
+		case r.Cur == unix.RLIM_INFINITY || r.Cur > 1<<21:
+			maxKeptFiles = 1 << 20
+		default:
+			maxKeptFiles = max(int64(r.Cur)/2, 16)
+		}
+	})
+	return maxKeptFiles
+}
+
+// openCounterFile opens path to be read again and again; past the
+// process's budget of kept descriptors it only checks that path exists.
+func openCounterFile(path string) (counterFile, error) {
+	if keptFiles.Add(1) > maxKept() {
+		keptFiles.Add(-1)
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			return counterFile{}, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return counterFile{path: path, fd: -1}, nil
+	}
+	fd, err := openAt(unix.AT_FDCWD, path, unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		keptFiles.Add(-1)
+		return counterFile{}, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return counterFile{path: path, fd: fd, kept: true}, nil
+}
+
+// read reads the whole file into buf from offset 0: kernfs regenerates
+// the text of a file read at offset 0, so one descriptor serves every
+// read. A file removed while open reads ENODEV (IsGone).
+func (f *counterFile) read(buf []byte) ([]byte, error) {
+	if !f.kept {
+		if f.path == "" {
+			return nil, &fs.PathError{Op: "read", Path: f.path, Err: fs.ErrClosed}
+		}
+		fd, err := openAt(unix.AT_FDCWD, f.path, unix.O_RDONLY|unix.O_CLOEXEC)
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: f.path, Err: err}
+		}
+		defer unix.Close(fd)
+		return preadAll(fd, f.path, buf)
+	}
+	return preadAll(f.fd, f.path, buf)
+}
+
+// preadAll reads a small file from offset 0 into buf.
+func preadAll(fd int, path string, buf []byte) ([]byte, error) {
+	for {
+		n, err := unix.Pread(fd, buf, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == len(buf) {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("longer than %d bytes", len(buf))}
+		}
+		return buf[:n], nil
+	}
+}
+
+func (f *counterFile) close() {
+	if f.kept {
+		unix.Close(f.fd)
+		keptFiles.Add(-1)
+	}
+	*f = counterFile{fd: -1}
+}
+
+// parseStat parses cpu.stat like cgroup.ReadStat does (missing keys zero,
+// unknown keys ignored, negative values zero, v2 microseconds to
+// nanoseconds), without allocating: it runs for every group at every
+// scrape and ten times per period in the sampler.
+func parseStat(b []byte, version int) (cgroup.Stat, error) {
+	var s cgroup.Stat
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		key, val, n := twoFields(line)
+		if n == 0 {
+			continue
+		}
+		if n != 2 {
+			return cgroup.Stat{}, fmt.Errorf("line %q: invalid syntax", line)
+		}
+		v, err := parseCounter(val)
+		if err != nil {
+			return cgroup.Stat{}, fmt.Errorf("line %q: %w", line, err)
+		}
+		if version == 1 {
+			switch string(key) {
+			case "nr_periods":
+				s.NrPeriods = v
+			case "nr_throttled":
+				s.NrThrottled = v
+			case "throttled_time":
+				s.ThrottledNs = v
+			case "nr_bursts":
+				s.NrBursts = v
+			case "burst_time":
+				s.BurstNs = v
+			}
+			continue
+		}
+		switch string(key) {
+		case "usage_usec":
+			s.UsageNs = usToNs(v)
+		case "nr_periods":
+			s.NrPeriods = v
+		case "nr_throttled":
+			s.NrThrottled = v
+		case "throttled_usec":
+			s.ThrottledNs = usToNs(v)
+		case "nr_bursts":
+			s.NrBursts = v
+		case "burst_usec":
+			s.BurstNs = usToNs(v)
+		}
+	}
+	return s, nil
+}
+
+// usToNs converts microseconds to nanoseconds, saturating.
+func usToNs(v int64) int64 {
+	if v > math.MaxInt64/int64(time.Microsecond) {
+		return math.MaxInt64
+	}
+	return v * int64(time.Microsecond)
+}
+
+// twoFields splits a line at runs of white space as strings.Fields does
+// and returns the first two fields and how many there are (up to 3).
+func twoFields(line []byte) (a, b []byte, n int) {
+	for _, c := range line {
+		if c >= 0x80 { // Unicode spaces: rare enough to allocate for
+			f := strings.Fields(string(line))
+			switch len(f) {
+			case 0:
+				return nil, nil, 0
+			case 1:
+				return []byte(f[0]), nil, 1
+			case 2:
+				return []byte(f[0]), []byte(f[1]), 2
+			}
+			return nil, nil, 3
+		}
+	}
+	i := 0
+	for n < 3 {
+		for i < len(line) && asciiSpace(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			break
+		}
+		j := i
+		for j < len(line) && !asciiSpace(line[j]) {
+			j++
+		}
+		switch n {
+		case 0:
+			a = line[i:j]
+		case 1:
+			b = line[i:j]
+		}
+		n++
+		i = j
+	}
+	return a, b, n
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+var errSyntax = errors.New("invalid syntax")
+
+// parseCounter parses a kernel counter as the cgroup package does:
+// negative values clamp to zero, values beyond int64 saturate.
+func parseCounter(b []byte) (int64, error) {
+	if len(b) > 0 && len(b) <= 18 {
+		var v int64
+		ok := true
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				ok = false
+				break
+			}
+			v = v*10 + int64(c-'0')
+		}
+		if ok {
+			return v, nil
+		}
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err == nil {
+		return max(v, 0), nil
+	}
+	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		if b[0] == '-' {
+			return 0, nil
+		}
+		return math.MaxInt64, nil
+	}
+	return 0, errSyntax
+}
+
+// parseUsage parses v1 cpuacct.usage (ns) as the cgroup package does: the
+// first 64 bytes, trimmed.
+func parseUsage(b []byte) (int64, error) {
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	b = bytes.TrimSpace(b)
+	v, err := parseCounter(b)
+	if err != nil {
+		return 0, fmt.Errorf("value %q: %w", b, err)
+	}
+	return v, nil
+}
