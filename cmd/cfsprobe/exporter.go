@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cfsprobe/cfsprobe/internal/exporter"
+	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/monitor"
+)
+
+type exporterFlags struct {
+	listen           string
+	cgroupRoot       string
+	scanInterval     time.Duration
+	samplerMaxGroups int
+	all              bool
+}
+
+// minScanInterval keeps walks from costing more than scrapes.
+const minScanInterval = 100 * time.Millisecond
+
+func newExporterCmd() *cobra.Command {
+	f := &exporterFlags{}
+	c := &cobra.Command{
+		Use:   "exporter [--listen ADDR] [--cgroup-root DIR]",
+		Short: "serve every CPU-limited cgroup's throttling to Prometheus (/metrics)",
+		Long: `Serves, for every cgroup of the node with a CPU limit (Kubernetes containers and
+pods, docker --cpus, systemd CPUQuota=, ...), the kernel's bandwidth counters
+and settings, and per-period distributions that counters cannot show: how much
+of its quota the group used in each enforcement period, how long its tasks
+stood still when throttled, and how often it was throttled while using less
+than half its quota. docs/metrics.md lists the metrics.
+
+Endpoints: /metrics (Prometheus text, OpenMetrics when asked), /healthz (the
+process serves), /readyz (the last walk of --cgroup-root succeeded).
+Logs go to stderr; SIGINT or SIGTERM stops it cleanly.`,
+		Example: `  cfsprobe exporter
+  cfsprobe exporter --listen :9750 --cgroup-root /host/sys/fs/cgroup
+  curl -s localhost:9750/metrics | grep cfsprobe_cpu_throttled_periods_total`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr("exporter takes no arguments, but got %q (see: cfsprobe exporter --help)", args[0])
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, _ []string) error { return runExporter(f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.listen, "listen", exporter.DefaultListen, "address of the HTTP server")
+	fl.StringVar(&f.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
+	fl.DurationVar(&f.scanInterval, "scan-interval", exporter.DefaultScanInterval, "how often the tree is walked to find new and removed groups and read their limits")
+	fl.IntVar(&f.samplerMaxGroups, "sampler-max-groups", exporter.DefaultSamplerMaxGroups, "most groups the per-period sampler follows (0: no sampler)")
+	fl.BoolVar(&f.all, "all", false, "report cgroups without a CPU limit too (counters and info only)")
+	return c
+}
+
+func runExporter(f *exporterFlags) error {
+	if f.scanInterval < minScanInterval {
+		return usageErr("--scan-interval %v is too short: each walk reads every group's limits; use %v or more", f.scanInterval, minScanInterval)
+	}
+	if f.samplerMaxGroups < 0 {
+		return usageErr("--sampler-max-groups %d is negative: use 0 for no sampler, or the most groups to follow", f.samplerMaxGroups)
+	}
+	root, err := monitor.OpenRoot(f.cgroupRoot)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return usageErr("--cgroup-root %s does not exist: pass the directory the cgroup filesystems are mounted in, normally /sys/fs/cgroup (in a container, where the host's is mounted)", f.cgroupRoot)
+		}
+		return usageErr("--cgroup-root %s: %v", f.cgroupRoot, err)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return usageErr("--listen %s: %v: give a free host:port such as :9750", f.listen, err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	e := exporter.New(exporter.Options{
+		Root:             root,
+		All:              f.all,
+		ScanInterval:     f.scanInterval,
+		SamplerMaxGroups: f.samplerMaxGroups,
+		Host:             exporter.ReadHost("/proc", "/sys"),
+		Version:          lab.Version,
+		Logger:           log,
+	})
+	ctx, sig, stop := signalContext()
+	defer stop()
+	err = e.Run(ctx, ln)
+	if s := sig(); s != nil {
+		log.Info("stopped", "signal", s.String())
+	}
+	return err
+}

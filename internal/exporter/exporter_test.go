@@ -1,0 +1,405 @@
+package exporter
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/cfsprobe/cfsprobe/internal/monitor"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden expositions in testdata/golden")
+
+// fixtures are monitor's fixture trees, each a node's cgroup root.
+const fixtures = "../monitor/testdata"
+
+func fixtureNames(t *testing.T) []string {
+	t.Helper()
+	ents, err := os.ReadDir(fixtures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	if len(out) < 5 {
+		t.Fatalf("only %d fixture trees in %s", len(out), fixtures)
+	}
+	return out
+}
+
+// fakePeriods hands out fixed histograms for the groups it is given: the
+// sampler's figures without its clock.
+type fakePeriods struct{ groups []monitor.GroupPeriods }
+
+func (f *fakePeriods) Snapshot(dst []monitor.GroupPeriods) []monitor.GroupPeriods {
+	return append(dst, f.groups...)
+}
+func (f *fakePeriods) Groups() int      { return len(f.groups) }
+func (f *fakePeriods) Overruns() uint64 { return 3 }
+
+// newFakePeriods makes histograms for every other limited group of the
+// scanner: i periods at 0.2, one at 0.95 throttled 80 ms, one at 1.2.
+func newFakePeriods(s *monitor.Scanner) *fakePeriods {
+	ts, _ := s.Targets(nil)
+	f := &fakePeriods{}
+	for i, tg := range ts {
+		if i%2 == 1 || tg.Limits.Unlimited() {
+			continue
+		}
+		h := monitor.PeriodHistograms{
+			Usage: monitor.Histogram{Bounds: UsageRatioBuckets, Counts: make([]uint64, len(UsageRatioBuckets)+1)},
+			Stall: monitor.Histogram{Bounds: StallBuckets, Counts: make([]uint64, len(StallBuckets)+1)},
+		}
+		for j := 0; j < i; j++ {
+			h.Usage.Observe(0.2)
+		}
+		h.Usage.Observe(0.95)
+		h.Usage.Observe(1.2)
+		h.Stall.Observe(0.08)
+		h.UnderQuota = uint64(i / 2)
+		f.groups = append(f.groups, monitor.GroupPeriods{Path: tg.Group.Path, PeriodHistograms: h})
+	}
+	return f
+}
+
+var testHost = Host{Kernel: "6.1.0-test-amd64", CPUs: 8, SliceSeconds: 0.005}
+
+// fixtureRegistry is a registry with cfsprobe's collector over a fixture
+// tree, walked once, with fake sampler figures.
+func fixtureRegistry(t *testing.T, name string, all bool) *Exporter {
+	t.Helper()
+	r, err := monitor.OpenRoot(filepath.Join(fixtures, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(Options{Root: r, All: all, Host: testHost, Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true})
+	if err := e.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	// Swap in fake sampler figures: same scanner, same info.
+	e.reg.Unregister(e.collector)
+	e.collector = NewCollector(e.scanner, newFakePeriods(e.scanner), e.scanner.Errors(), e.collector.info)
+	e.reg.MustRegister(e.collector)
+	t.Cleanup(e.scanner.Close)
+	return e
+}
+
+// scrape gets /metrics from h as Prometheus does, checks that it parses,
+// and returns the text and the families.
+func scrape(t testing.TB, h http.Handler, accept string) (string, map[string]*dto.MetricFamily) {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
+	}
+	body := rec.Body.String()
+	if accept != "" {
+		return body, nil
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("exposition does not parse: %v\n%s", err, body)
+	}
+	return body, fams
+}
+
+// volatile are the families whose values change from scrape to scrape.
+var volatile = []string{"cfsprobe_scrape_duration_seconds"}
+
+// stable drops the volatile families from an exposition.
+func stable(text string) string {
+	var b strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		drop := false
+		for _, v := range volatile {
+			if strings.HasPrefix(line, v) || strings.HasPrefix(line, "# HELP "+v+" ") || strings.HasPrefix(line, "# TYPE "+v+" ") {
+				drop = true
+			}
+		}
+		if !drop {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// The exposition of every fixture tree is fixed by a golden file
+// (testdata/golden/<tree>.prom; go test -run TestGolden -update rewrites
+// them), less cfsprobe_scrape_duration_seconds.
+func TestGolden(t *testing.T) {
+	for _, name := range fixtureNames(t) {
+		t.Run(name, func(t *testing.T) {
+			e := fixtureRegistry(t, name, false)
+			text, fams := scrape(t, e.Handler(), "")
+			if _, ok := fams["cfsprobe_scrape_duration_seconds"]; !ok {
+				t.Error("no cfsprobe_scrape_duration_seconds")
+			}
+			got := stable(text)
+			golden := filepath.Join("testdata", "golden", name+".prom")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -run TestGolden -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("exposition differs from %s (go test -run TestGolden -update rewrites it):\n%s", golden, lineDiff(string(want), got))
+			}
+		})
+	}
+}
+
+// lineDiff lists the lines only one of a and b has.
+func lineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for _, l := range al {
+		if !slices.Contains(bl, l) {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range bl {
+		if !slices.Contains(al, l) {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// docMetric is a row of a metric table of docs/metrics.md.
+type docMetric struct {
+	typ    string
+	labels []string
+	help   string
+}
+
+var (
+	docRowRE    = regexp.MustCompile("^\\| `(cfsprobe_[a-z0-9_]+)` \\| ([a-z]+) \\|([^|]*)\\| (.*) \\|$")
+	docBucketRE = regexp.MustCompile("^\\| `(cfsprobe_[a-z0-9_]+)` \\| ([0-9., +Inf]+) \\|")
+	docLabelRE  = regexp.MustCompile("`([a-z_]+)`")
+)
+
+// readDoc reads the metric and bucket tables of docs/metrics.md.
+func readDoc(t *testing.T) (map[string]docMetric, map[string][]string) {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, buckets := map[string]docMetric{}, map[string][]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := docRowRE.FindStringSubmatch(line); m != nil {
+			var labels []string
+			for _, l := range docLabelRE.FindAllStringSubmatch(m[3], -1) {
+				labels = append(labels, l[1])
+			}
+			metrics[m[1]] = docMetric{typ: m[2], labels: labels, help: m[4]}
+			continue
+		}
+		if m := docBucketRE.FindStringSubmatch(line); m != nil {
+			buckets[m[1]] = strings.Split(m[2], ", ")
+		}
+	}
+	if len(metrics) < 20 || len(buckets) != 2 {
+		t.Fatalf("docs/metrics.md: read %d metrics and %d bucket rows; has its table format changed?", len(metrics), len(buckets))
+	}
+	return metrics, buckets
+}
+
+// The exporter exposes exactly the metrics of docs/metrics.md: every one
+// of them (on a tree whose kernel has burst, with sampler figures), each
+// with the documented type, labels, HELP text and buckets, and nothing
+// else under cfsprobe_.
+func TestMatchesMetricsDoc(t *testing.T) {
+	doc, docBuckets := readDoc(t)
+	e := fixtureRegistry(t, "k8s-systemd-v2-containerd", false)
+	_, fams := scrape(t, e.Handler(), "")
+	for name, d := range doc {
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("%s: documented, not exposed", name)
+			continue
+		}
+		if got := strings.ToLower(f.GetType().String()); got != d.typ {
+			t.Errorf("%s: type %s, documented %s", name, got, d.typ)
+		}
+		if f.GetHelp() != d.help {
+			t.Errorf("%s: HELP %q\ndocumented   %q", name, f.GetHelp(), d.help)
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName())
+			}
+			slices.Sort(labels)
+			want := slices.Sorted(slices.Values(d.labels))
+			if !slices.Equal(labels, want) {
+				t.Errorf("%s: labels %v, documented %v", name, labels, want)
+				break
+			}
+			if h := m.GetHistogram(); h != nil {
+				var got []string
+				for _, b := range h.GetBucket() {
+					got = append(got, model.SampleValue(b.GetUpperBound()).String())
+				}
+				if want := docBuckets[name]; !slices.Equal(got, want) {
+					t.Errorf("%s: buckets %v, documented %v", name, got, want)
+					break
+				}
+			}
+		}
+	}
+	for name := range fams {
+		if _, ok := doc[name]; !ok && strings.HasPrefix(name, "cfsprobe_") {
+			t.Errorf("%s: exposed, not documented in docs/metrics.md", name)
+		}
+	}
+}
+
+// A kernel without CPU burst (a v1 tree without cpu.cfs_burst_us) has no
+// burst series, not zeros; --all adds the unlimited groups' counters and
+// info, without settings or per-period figures.
+func TestBurstlessAndAll(t *testing.T) {
+	e := fixtureRegistry(t, "k8s-cgroupfs-v1-docker", false)
+	_, fams := scrape(t, e.Handler(), "")
+	for _, name := range []string{"cfsprobe_cpu_burst_limit_seconds", "cfsprobe_cpu_bursts_total", "cfsprobe_cpu_burst_seconds_total"} {
+		if _, ok := fams[name]; ok {
+			t.Errorf("%s exposed for a kernel without burst", name)
+		}
+	}
+	limited := len(fams["cfsprobe_cgroup_info"].GetMetric())
+
+	e = fixtureRegistry(t, "k8s-cgroupfs-v1-docker", true)
+	_, fams = scrape(t, e.Handler(), "")
+	if n := len(fams["cfsprobe_cgroup_info"].GetMetric()); n <= limited || n != len(fams["cfsprobe_cpu_usage_seconds_total"].GetMetric()) {
+		t.Errorf("--all: %d info series (%d without), %d usage series", n, limited, len(fams["cfsprobe_cpu_usage_seconds_total"].GetMetric()))
+	}
+	if n := len(fams["cfsprobe_cpu_quota_cpus"].GetMetric()); n != limited {
+		t.Errorf("--all: %d quota series, want the %d limited groups'", n, limited)
+	}
+}
+
+// /healthz answers while the process serves; /readyz once a walk
+// succeeded and as long as the last one did; /metrics speaks OpenMetrics
+// when asked.
+func TestEndpoints(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtures, "container-v2"))); err != nil {
+		t.Fatal(err)
+	}
+	r, err := monitor.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(Options{Root: r, Host: testHost, Version: "v0-test"})
+	t.Cleanup(e.scanner.Close)
+	h := e.Handler()
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "not been walked") {
+		t.Errorf("/readyz before a walk: %d %q, want 503 and why", code, body)
+	}
+	if err := e.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("/readyz after a walk: %d", code)
+	}
+	_, fams := scrape(t, h, "")
+	for _, name := range []string{"process_cpu_seconds_total", "process_resident_memory_bytes", "go_goroutines"} {
+		if _, ok := fams[name]; !ok {
+			t.Errorf("%s not exposed", name)
+		}
+	}
+	om, _ := scrape(t, h, "application/openmetrics-text; version=1.0.0")
+	if !strings.HasSuffix(om, "# EOF\n") || !strings.Contains(om, "cfsprobe_cpu_throttled_periods_total{") {
+		t.Errorf("OpenMetrics exposition without # EOF or counters:\n%.500s", om)
+	}
+
+	// The tree goes: the walk fails, /readyz says so, /metrics still serves.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Rescan(); err == nil {
+		t.Fatal("Rescan of a removed root succeeded")
+	}
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, dir) {
+		t.Errorf("/readyz after a failed walk: %d %q, want 503 naming %s", code, body, dir)
+	}
+	scrape(t, h, "")
+}
+
+// /metrics is gzipped for clients that ask, as Prometheus does, and
+// plain for others.
+func TestGzip(t *testing.T) {
+	e := fixtureRegistry(t, "k8s-systemd-v2-containerd", false)
+	plain, _ := scrape(t, e.Handler(), "")
+	for _, tc := range []struct {
+		accept string
+		gzip   bool
+	}{{"gzip", true}, {"zstd, gzip;q=0.5", true}, {"gzip;q=0", false}, {"identity", false}, {"", false}} {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept-Encoding", tc.accept)
+		}
+		rec := httptest.NewRecorder()
+		e.Handler().ServeHTTP(rec, req)
+		body := rec.Body.Bytes()
+		if got := rec.Header().Get("Content-Encoding") == "gzip"; got != tc.gzip {
+			t.Errorf("Accept-Encoding %q: Content-Encoding %q", tc.accept, rec.Header().Get("Content-Encoding"))
+			continue
+		}
+		if tc.gzip {
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body, err = io.ReadAll(zr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if stable(string(body)) != stable(plain) {
+			t.Errorf("Accept-Encoding %q: body differs from the plain scrape", tc.accept)
+		}
+	}
+}
