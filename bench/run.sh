@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# bench/run.sh [SECTION...]: cfsprobe's benchmarks on this machine, each
+# section recording its numbers, with the host's facts, in
+# bench/RESULTS.md between its markers (<!-- SECTION:begin --> and
+# <!-- SECTION:end -->); the text around them is written by hand.
+#
+# Sections:
+#   exporter   cfsprobe exporter on real cgroups (root): one scrape of
+#              1,000 groups against the floor, CPU between scrapes, the
+#              per-period sampler, memory under churn, Kubernetes-shaped
+#              trees (bench/exporter). EXPORTER_ARGS passes flags, e.g.
+#              EXPORTER_ARGS=-quick for a smoke test.
+#
+# `make bench` builds bin/cfsprobe and runs every section.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO=${GO:-go}
+RESULTS=bench/RESULTS.md
+all=(exporter)
+sections=("$@")
+[ ${#sections[@]} -gt 0 ] || sections=("${all[@]}")
+
+# record SECTION FILE: put FILE between SECTION's markers in RESULTS.md
+# (appending a section with the markers when there is none).
+record() {
+	local section=$1 file=$2 begin="<!-- $1:begin -->" end="<!-- $1:end -->"
+	[ -f "$RESULTS" ] || printf '# Benchmark results\n' >"$RESULTS"
+	if ! grep -qF "$begin" "$RESULTS"; then
+		printf '\n## %s\n\n%s\n%s\n' "$section" "$begin" "$end" >>"$RESULTS"
+	fi
+	awk -v begin="$begin" -v end="$end" -v file="$file" '
+		$0 == begin { print; while ((getline line < file) > 0) print line; skip = 1; next }
+		$0 == end { skip = 0 }
+		!skip { print }
+	' "$RESULTS" >"$RESULTS.tmp"
+	mv "$RESULTS.tmp" "$RESULTS"
+	echo "bench: $section recorded in $RESULTS"
+}
+
+bench_exporter() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "bench: the exporter section makes cgroups: run it as root" >&2
+		return 1
+	fi
+	[ -x bin/cfsprobe ] || make build
+	local out
+	out=$(mktemp)
+	# shellcheck disable=SC2086 # EXPORTER_ARGS holds several flags
+	if ! $GO run ./bench/exporter -bin bin/cfsprobe ${EXPORTER_ARGS:-} >"$out"; then
+		rm -f "$out"
+		return 1
+	fi
+	record exporter "$out"
+	rm -f "$out"
+}
+
+for s in "${sections[@]}"; do
+	case $s in
+	exporter) bench_exporter ;;
+	*)
+		echo "bench: no section $s (sections: ${all[*]})" >&2
+		exit 2
+		;;
+	esac
+done
