@@ -49,6 +49,8 @@ func TestExporterRealThrottledGroup(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	exp := exec.Command(bin, "exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms")
+	var expErr strings.Builder
+	exp.Stderr = &expErr
 	if err := exp.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,19 @@ func TestExporterRealThrottledGroup(t *testing.T) {
 		got, ok = scrape()
 		return ok && got > 0
 	}) {
-		t.Fatalf("no throttled periods for %s in /metrics", rel)
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var mine []string
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, testParent) || strings.HasPrefix(line, "cfsprobe_groups") || strings.HasPrefix(line, "cfsprobe_host_info") {
+					mine = append(mine, line)
+				}
+			}
+			t.Logf("/metrics lines about %s:\n%s", testParent, strings.Join(mine, "\n"))
+		}
+		t.Fatalf("no throttled periods for %s in /metrics; exporter said:\n%s", rel, expErr.String())
 	}
 	stat, err := cgroup.ReadStat(groupDir, groupDir, l.CPU.Version)
 	if l.CPU.Version == 1 {
