@@ -50,10 +50,15 @@ lint:
 # Each parser's fuzz target runs briefly here; bench/ runs them long.
 FUZZTIME ?= 5s
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
+	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "fuzz $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null; \
+			if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
+				tail -30 $$log; \
+				echo "fuzz $$f failed; running it once more (a crash found is saved under testdata/fuzz and fails again)"; \
+				$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || { tail -50 $$log; exit 1; }; \
+			fi; \
 		done; \
 	done
 
