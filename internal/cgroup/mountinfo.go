@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -148,6 +149,9 @@ func parseProcCgroup(r io.Reader) ([]ProcCgroup, error) {
 	var out []ProcCgroup
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	// Lines end at '\n' only: the kernel prints a path as it is, and a
+	// cgroup's name may end in '\r', which bufio.ScanLines would drop.
+	sc.Split(splitNewline)
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.TrimSpace(line) == "" {
@@ -175,4 +179,15 @@ func parseProcCgroup(r io.Reader) ([]ProcCgroup, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// splitNewline is bufio.ScanLines without its carriage-return stripping.
+func splitNewline(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
