@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -291,7 +292,7 @@ func decide(ev Evidence, th Thresholds, untimedUnder int64) (string, []string) {
 			u, n, pct(share), pct(th.UnderQuota), th.MinUnderQuota, pct(th.MinUnderQuotaShare)))
 		if timed {
 			reasons = append(reasons, fmt.Sprintf("%d operations that overlap those periods took at least %gx their expected time and %s (threshold: %d)",
-				ev.SlowOpsThrottledUnder, th.SlowFactor, fmtDur(th.SlowMinNs), th.MinCorroborating))
+				ev.SlowOpsThrottledUnder, th.SlowFactor, report.Dur(th.SlowMinNs), th.MinCorroborating))
 		} else {
 			reasons = append(reasons, "the runs with those periods timed no operations (external commands): the kernel's counters alone decide")
 		}
@@ -316,7 +317,7 @@ func decide(ev Evidence, th Thresholds, untimedUnder int64) (string, []string) {
 		n, u, pct(th.UnderQuota), th.MinUnderQuota, th.MinUnderQuota, pct(th.MinUnderQuotaShare)))
 	switch {
 	case ev.Ops > 0 && ev.SlowOps == 0:
-		reasons = append(reasons, fmt.Sprintf("none of %d operations was slow (%gx its expected time and %s)", ev.Ops, th.SlowFactor, fmtDur(th.SlowMinNs)))
+		reasons = append(reasons, fmt.Sprintf("none of %d operations was slow (%gx its expected time and %s)", ev.Ops, th.SlowFactor, report.Dur(th.SlowMinNs)))
 	case ev.Ops > 0:
 		reasons = append(reasons, fmt.Sprintf("%d of %d operations were slow, %d of them in a throttled-under-quota period and %d in no throttled period at all (other processes delaying them; a run is too noisy above %s)",
 			ev.SlowOps, ev.Ops, ev.SlowOpsThrottledUnder, ev.SlowOpsUnexplained, pct(th.MaxNoiseShare)))
@@ -341,7 +342,7 @@ func headline(verdict string, ev Evidence, th Thresholds) (string, string) {
 	s := fmt.Sprintf("%d of %d periods were throttled while the group used under %s of its quota (it used %.0f%% on average)",
 		ev.ThrottledUnderQuota, ev.PeriodsJudged, under, 100*ev.UsageOfQuota)
 	if w := ev.Worst; w != nil {
-		s += fmt.Sprintf("; the worst %s took %s where %s was expected", w.Op, fmtDur(w.WallNs), fmtDur(w.ExpectedNs))
+		s += fmt.Sprintf("; the worst %s took %s where %s was expected", w.Op, report.Dur(w.WallNs), report.Dur(w.ExpectedNs))
 	}
 	return h, s + "."
 }
@@ -653,39 +654,22 @@ func Describe(t *trace.Trace) string {
 		if burn == 0 {
 			burn, what = paramNs(p, "burn_cpu_ns"), "CPU burns"
 		}
-		return fmt.Sprintf("%s: %s %s, sleep %s, %d times", th, fmtDur(burn), what, fmtDur(paramNs(p, "sleep_ns")), paramNs(p, "iterations"))
+		return fmt.Sprintf("%s: %s %s, sleep %s, %d times", th, report.Dur(burn), what, report.Dur(paramNs(p, "sleep_ns")), paramNs(p, "iterations"))
 	case "bursty":
 		on := paramNs(p, "on_ns")
 		what := "bursts"
 		if on == 0 {
 			on, what = paramNs(p, "on_cpu_ns"), "CPU bursts"
 		}
-		idle := fmtDur(paramNs(p, "off_ns"))
+		idle := report.Dur(paramNs(p, "off_ns"))
 		if j := paramNs(p, "jitter_ns"); j > 0 {
-			idle += "±" + fmtDur(j)
+			idle += "±" + report.Dur(j)
 		}
-		return fmt.Sprintf("%s: %s %s, idle %s, for %s", th, fmtDur(on), what, idle, fmtDur(paramNs(p, "duration_ns")))
+		return fmt.Sprintf("%s: %s %s, idle %s, for %s", th, report.Dur(on), what, idle, report.Dur(paramNs(p, "duration_ns")))
 	case "parallel":
-		return fmt.Sprintf("%s: CPU events for %s", th, fmtDur(paramNs(p, "duration_ns")))
+		return fmt.Sprintf("%s: CPU events for %s", th, report.Dur(paramNs(p, "duration_ns")))
 	case "command":
 		return strings.Join(t.Spec.Args, " ")
 	}
 	return t.Spec.Workload
-}
-
-// fmtDur formats nanoseconds for people, three significant digits.
-func fmtDur(ns int64) string {
-	d := time.Duration(ns)
-	switch {
-	case ns == 0:
-		return "0s"
-	case d < time.Microsecond:
-		return fmt.Sprintf("%dns", ns)
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.3gus", float64(ns)/1e3)
-	case d < time.Second:
-		return fmt.Sprintf("%.3gms", float64(ns)/1e6)
-	default:
-		return fmt.Sprintf("%.3gs", float64(ns)/1e9)
-	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/cfsprobe/cfsprobe/internal/report"
 )
 
 // WriteText writes the Result for people: the verdict first, then the
@@ -19,7 +21,7 @@ func WriteText(w io.Writer, r *Result) error {
 	for _, run := range r.Runs {
 		quota := "none"
 		if run.QuotaUs > 0 {
-			quota = fmtDur(run.QuotaUs*1000) + "/" + fmtDur(run.PeriodUs*1000)
+			quota = report.Dur(run.QuotaUs*1000) + "/" + report.Dur(run.PeriodUs*1000)
 		}
 		if !run.Judged {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\tnot judged (see notes)\n", run.Name, quota, run.Threads)
@@ -56,7 +58,7 @@ func WriteText(w io.Writer, r *Result) error {
 	fmt.Fprintf(tw, "  cgroups\t%s, cpu controller v%d\n", h.CgroupMode, h.CPUController)
 	slice := "unknown"
 	if h.SliceUs > 0 {
-		slice = fmtDur(h.SliceUs * 1000)
+		slice = report.Dur(h.SliceUs * 1000)
 	}
 	fmt.Fprintf(tw, "  slice\t%s of quota handed to a CPU at a time (kernel.sched_cfs_bandwidth_slice_us)\n", slice)
 	burst := "not supported (Linux 5.14+ has cpu.cfs_burst_us / cpu.max.burst)"
@@ -79,7 +81,7 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 	}
 	if r.WallNs > 0 {
-		fmt.Fprintf(&b, "\nchecked in %s\n", fmtDur(r.WallNs))
+		fmt.Fprintf(&b, "\nchecked in %s\n", report.Dur(r.WallNs))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -97,12 +99,12 @@ func opDur(ns, ops int64) string {
 	if ops == 0 {
 		return "-"
 	}
-	return fmtDur(ns)
+	return report.Dur(ns)
 }
 
 func worst(run Run) string {
 	if run.Ops == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s (%s %s)", fmtDur(run.MaxOpNs), fmtDur(run.ExpectedOpNs), run.Op)
+	return fmt.Sprintf("%s (%s %s)", report.Dur(run.MaxOpNs), report.Dur(run.ExpectedOpNs), run.Op)
 }
