@@ -12,10 +12,13 @@
 #
 # Environment:
 #   CFSPROBE_VM_TESTS    -test.run regexp. The default is what holds under
-#                        software emulation on a 2-CPU host: the lab's
-#                        over-quota tests, top and the exporter on a real
-#                        throttled group. Three more are worth running by
-#                        hand and fail or flake in the guest: TestSuiteBurst
+#                        software emulation on a 2-CPU host: the bursty lab
+#                        test, top and the exporter on a real throttled
+#                        group. Four more are worth running by hand and fail
+#                        or flake in the guest: TestLabParallelOverQuota
+#                        (throttling and the 50 ms tail hold; the unlimited
+#                        run's p99.9 is 5-10 ms of emulation jitter, so the
+#                        5x ratio lands at 4.97x to 10x), TestSuiteBurst
 #                        (the workload averages 0.18 CPUs under 0.2: the Go
 #                        runtime's cost under emulation drains the burst bank
 #                        in some runs),
@@ -38,7 +41,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 
-tests=${CFSPROBE_VM_TESTS:-'TestLabBurstyOverQuota|TestLabParallelOverQuota|TestTopOnceJSONRealCgroups|TestExporterRealThrottledGroup'}
+tests=${CFSPROBE_VM_TESTS:-'TestLabBurstyOverQuota|TestTopOnceJSONRealCgroups|TestExporterRealThrottledGroup'}
 vm_timeout=${CFSPROBE_VM_TIMEOUT:-900}
 smp=${CFSPROBE_VM_SMP:-2}
 mem=${CFSPROBE_VM_MEM:-1024}
