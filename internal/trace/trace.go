@@ -86,6 +86,24 @@ type Spec struct {
 	Args []string `json:"args"`
 	// Params are the built-in workload's parsed parameters.
 	Params map[string]any `json:"params,omitempty"`
+	// View is the CPU view the workload was given (run --view), if any.
+	View *View `json:"view,omitempty"`
+}
+
+// View is the CPU view a workload was given: the CPU count that libc
+// callers (through cfsprobe's LD_PRELOAD library) and runtimes (through
+// their variables) saw instead of the host's.
+type View struct {
+	CPUs int `json:"cpus"`
+	// Auto: derived from the run's limits, rounded by Round.
+	Auto  bool   `json:"auto"`
+	Round string `json:"round,omitempty"`
+	// Library: the LD_PRELOAD library was given; false means the
+	// variables alone (a binary built without it).
+	Library bool `json:"library"`
+	// Env are the variables set ("K=V"); values the user had set are kept
+	// and not listed.
+	Env []string `json:"env"`
 }
 
 // Host describes the machine.

@@ -1,0 +1,84 @@
+package cpuview
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+)
+
+var errSyntax = errors.New("invalid syntax")
+
+// ReadAffinity reads the CPUs process pid may run on, from the
+// Cpus_allowed_list line of <procRoot>/<pid>/status (what
+// sched_getaffinity returns).
+func ReadAffinity(procRoot, pid string) (*CPUList, error) {
+	p := filepath.Join(procRoot, pid, "status")
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	list, err := parseAffinity(f)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", p, err)
+	}
+	cpus, err := cgroup.ParseCPUList(list)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s (Cpus_allowed_list %q): %w", p, list, err)
+	}
+	if len(cpus) == 0 {
+		return nil, fmt.Errorf("parse %s: Cpus_allowed_list is empty: %w", p, errSyntax)
+	}
+	return &CPUList{List: list, Count: len(cpus), Source: p, cpus: cpus}, nil
+}
+
+// parseAffinity returns the value of the Cpus_allowed_list line of a
+// /proc/<pid>/status file.
+func parseAffinity(r io.Reader) (string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		k, val, ok := strings.Cut(sc.Text(), ":")
+		if ok && k == "Cpus_allowed_list" {
+			return strings.TrimSpace(val), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("no Cpus_allowed_list line: %w", errSyntax)
+}
+
+// readInt reads a file holding one non-negative integer (cpu.shares,
+// cpu.weight).
+func readInt(p string) (int64, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, err
+	}
+	return parseInt(string(b))
+}
+
+func parseInt(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q: %w", s, errSyntax)
+	}
+	return v, nil
+}
+
+func parsePID(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n > 0
+}
+
+func numCPU() int { return runtime.NumCPU() }
