@@ -6,7 +6,6 @@ package lab
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -104,6 +103,9 @@ func Prepare(cfg Config) (*Plan, error) {
 		}
 		p.wl = wl
 		p.spec = trace.Spec{Workload: cfg.Workload, Args: append([]string{}, cfg.WorkloadArgs...), Params: jsonParams(wl.Params())}
+		if _, ok := wl.(workload.Native); ok {
+			p.spec.Params["engine"] = workload.EngineName(wl)
+		}
 		self := cfg.Self
 		if self == "" {
 			exe, err := os.Executable()
@@ -264,7 +266,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	}
 	tr.Process = processFacts(cmd, waitErr)
 	if p.wl != nil {
-		if err := attachResult(tr, result.Bytes(), t0); err != nil {
+		if err := attachResult(tr, result.Bytes(), t0, p.wl); err != nil {
 			if tr.Process.ExitCode != 0 || tr.Process.Signal != "" {
 				return nil, fmt.Errorf("workload %s failed (exit %d %s)", p.wl.Name(), tr.Process.ExitCode, tr.Process.Signal)
 			}
@@ -320,6 +322,13 @@ func (p *Plan) command() (*exec.Cmd, *os.File, error) {
 	if p.wl != nil {
 		args := append([]string{"__workload", p.wl.Name()}, p.cfg.WorkloadArgs...)
 		cmd = exec.Command(p.self, args...)
+		if n, ok := p.wl.(workload.Native); ok && workload.EngineEmbedded() {
+			path, err := workload.EnginePath()
+			if err != nil {
+				return nil, nil, err
+			}
+			cmd = exec.Command(path, n.NativeArgs()...)
+		}
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, nil, err
@@ -367,12 +376,12 @@ func processFacts(cmd *exec.Cmd, waitErr error) trace.Process {
 	return pr
 }
 
-func attachResult(tr *trace.Trace, b []byte, t0 int64) error {
+func attachResult(tr *trace.Trace, b []byte, t0 int64, wl workload.Workload) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return errors.New("the workload process ended without reporting its result")
 	}
-	var res workload.Result
-	if err := json.Unmarshal(b, &res); err != nil {
+	res, err := workload.DecodeResult(b, wl)
+	if err != nil {
 		return fmt.Errorf("decode the workload's result: %w", err)
 	}
 	tr.Process.SelfCPUNs = res.SelfCPUNs

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -42,8 +43,11 @@ func (s *sampler) add(st cgroup.Stat, t int64) {
 
 // sampleNow takes one reading.
 func (s *sampler) sampleNow() {
+	// Stamped with the middle of the read: the counters were read at some
+	// instant between the two clocks.
+	t1 := workload.ClockMono()
 	st, err := s.g.Stat()
-	t := workload.ClockMono() - s.t0
+	t := (t1+workload.ClockMono())/2 - s.t0
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -56,12 +60,19 @@ func (s *sampler) sampleNow() {
 }
 
 // loop samples until stop. It sleeps to absolute deadlines so the
-// interval does not drift.
+// interval does not drift, and spreads each deadline at random over
+// [interval/2, 3*interval/2): readings at exact multiples of period/10
+// would keep the same phase to the kernel's period timer, every boundary
+// would be seen in the same window, and the timeline could place
+// boundaries no closer than half an interval (5 ms at the default
+// period). Spread readings see boundaries at every phase, and the phase
+// estimate (trace.BuildTimeline) narrows to well under a millisecond.
 func (s *sampler) loop() {
 	defer close(s.stopped)
 	next := time.Now()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed))
 	for {
-		next = next.Add(s.interval)
+		next = next.Add(s.interval/2 + time.Duration(rng.Int64N(int64(s.interval))))
 		d := time.Until(next)
 		if d < 0 { // fell behind: skip ahead rather than burst
 			next = time.Now()

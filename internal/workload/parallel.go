@@ -24,13 +24,16 @@ threads than the quota's CPUs, the group spends its quota early in each period
 and every thread stalls until the next: events that straddle the stall take a
 period instead of a fraction of a millisecond.
 
+The workers run in a small static C program embedded in cfsprobe (the trace
+says spec.params.engine = "c"): a Go process has runtime threads besides its
+workers, and when demand equals the quota exactly (--threads 1 under a 1-CPU
+quota) their bit of CPU makes the kernel throttle a few periods, which a C
+program (sysbench cpu) does not see. A cfsprobe built without it (plain go
+build instead of make) runs the workers in Go (engine = "go").
+
 With fewer threads than usable CPUs, the process keeps to that many CPUs (the
-last ones it may use; --pin=false turns this off). A Go program has helper
-threads besides its workers (the runtime's monitor wakes about 100 times a
-second); on an otherwise idle CPU each wake makes the group take a slice of
-its quota there, which the workers then miss. Keeping the helpers on the
-workers' CPUs makes the workload behave like a C program with that many
-threads (sysbench cpu) when its demand equals the quota.
+last ones it may use; --pin=false turns this off), so that no other CPU takes
+a slice of the group's quota for a helper thread.
 
 Example: cfsprobe run --cpus 1 parallel --threads 2 --duration 5s
 `,

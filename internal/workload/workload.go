@@ -173,14 +173,23 @@ type ThreadRecorder struct {
 // Record notes an operation that started at start, took wall, and cost
 // cpu of thread CPU time.
 func (t *ThreadRecorder) Record(start time.Time, wall, cpu time.Duration) {
-	_ = t.hist.RecordValue(max(int64(wall), 1000))
+	t.recordMono(t.r.Mono(start), int64(wall), int64(cpu))
+}
+
+// recordMono records an operation that started at CLOCK_MONOTONIC start
+// ns and took wall ns.
+func (t *ThreadRecorder) recordMono(start, wall, cpu int64) {
+	_ = t.hist.RecordValue(max(wall, 1000))
 	if len(t.samples) < trace.MaxSamples {
-		t.samples = append(t.samples, trace.Sample{StartNs: t.r.Mono(start), WallNs: int64(wall), CPUNs: int64(cpu), Thread: t.id})
+		t.samples = append(t.samples, trace.Sample{StartNs: start, WallNs: wall, CPUNs: cpu, Thread: t.id})
 	} else {
 		t.dropped = true
 	}
 	if t.r.throughput {
-		b := int((start.Sub(t.r.anchorWall) + wall) / ThroughputBucket)
+		b := int((start - t.r.startMono + wall) / int64(ThroughputBucket))
+		if b < 0 {
+			b = 0
+		}
 		for len(t.counts) <= b {
 			t.counts = append(t.counts, 0)
 		}
@@ -190,7 +199,10 @@ func (t *ThreadRecorder) Record(start time.Time, wall, cpu time.Duration) {
 
 // Result merges the threads' recordings.
 func (r *Recorder) Result(name string) *Result {
-	end := ClockMono()
+	return r.result(name, ClockMono(), SelfCPU())
+}
+
+func (r *Recorder) result(name string, end, selfCPU int64) *Result {
 	h := trace.NewHistogram()
 	var samples []trace.Sample
 	var counts []int64
@@ -211,7 +223,7 @@ func (r *Recorder) Result(name string) *Result {
 		sort.Slice(samples, func(i, j int) bool { return samples[i].StartNs < samples[j].StartNs })
 		lat.Samples = samples
 	}
-	res := &Result{Workload: name, StartMono: r.startMono, EndMono: end, Latency: lat, SelfCPUNs: SelfCPU()}
+	res := &Result{Workload: name, StartMono: r.startMono, EndMono: end, Latency: lat, SelfCPUNs: selfCPU}
 	if r.throughput {
 		res.Throughput = &trace.Throughput{BucketNs: int64(ThroughputBucket), Counts: counts}
 		res.ThroughputStartMono = r.startMono

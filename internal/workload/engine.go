@@ -1,0 +1,187 @@
+package workload
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+)
+
+// The C engine (native/engine/engine.c, built by `make engine`): the hot
+// loop of the parallel workload as a static program with nothing but its
+// worker threads. A Go process has runtime threads beside its workers;
+// with demand exactly at the quota (one busy thread under a 1-CPU quota)
+// their bit of CPU makes the kernel throttle a few periods by a
+// millisecond or two, which the C programs of the published experiments
+// (sysbench cpu) do not see.
+//
+//go:embed engine
+var engineFS embed.FS
+
+const engineFile = "engine/cfsprobe-engine"
+
+// Native is a workload that the C engine can run.
+type Native interface {
+	// NativeArgs are the engine's arguments for this workload.
+	NativeArgs() []string
+}
+
+// EngineName says which implementation runs a workload: "c" or "go".
+func EngineName(w Workload) string {
+	if _, ok := w.(Native); ok && EngineEmbedded() {
+		return "c"
+	}
+	return "go"
+}
+
+// EngineEmbedded reports whether this binary carries the C engine.
+func EngineEmbedded() bool {
+	_, err := fs.Stat(engineFS, engineFile)
+	return err == nil
+}
+
+var (
+	engineOnce sync.Once
+	enginePath string
+	engineErr  error
+)
+
+// EnginePath writes the embedded engine to a private cache directory
+// (once per process; reused across runs while its content is the same)
+// and returns its path.
+func EnginePath() (string, error) {
+	engineOnce.Do(func() { enginePath, engineErr = extractEngine() })
+	return enginePath, engineErr
+}
+
+func extractEngine() (string, error) {
+	b, err := engineFS.ReadFile(engineFile)
+	if err != nil {
+		return "", errors.New("this cfsprobe was built without the C engine (build it with make)")
+	}
+	sum := sha256.Sum256(b)
+	dir, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "engine-"+hex.EncodeToString(sum[:8]))
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(dir, ".engine-*")
+	if err != nil {
+		return "", fmt.Errorf("write the C engine: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("write the C engine: %w", err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("write the C engine: %w", err)
+	}
+	return path, nil
+}
+
+// CacheDir is cfsprobe's private cache directory: $XDG_CACHE_HOME/cfsprobe,
+// ~/.cache/cfsprobe, or /tmp/cfsprobe-UID, made with mode 0700.
+func CacheDir() (string, error) {
+	var cands []string
+	if d := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		cands = append(cands, filepath.Join(d, "cfsprobe"))
+	}
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		cands = append(cands, filepath.Join(h, ".cache", "cfsprobe"))
+	}
+	cands = append(cands, filepath.Join(os.TempDir(), "cfsprobe-"+strconv.Itoa(os.Getuid())))
+	var firstErr error
+	for _, d := range cands {
+		err := os.MkdirAll(d, 0o700)
+		if err == nil {
+			var st os.FileInfo
+			if st, err = os.Stat(d); err == nil && st.IsDir() && st.Mode().Perm()&0o022 == 0 {
+				return d, nil
+			}
+			if err == nil {
+				err = fmt.Errorf("%s is writable by others", d)
+			}
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return "", fmt.Errorf("no cache directory for cfsprobe: %w", firstErr)
+}
+
+// NativeArgs runs the parallel workload in the C engine.
+func (p *parallel) NativeArgs() []string {
+	pin := "0"
+	if p.pin {
+		pin = "1"
+	}
+	return []string{"parallel", strconv.Itoa(p.threads), strconv.FormatInt(int64(p.duration), 10),
+		strconv.Itoa(p.maxPrime), strconv.FormatInt(p.events, 10), pin}
+}
+
+var engineMagic = []byte("CFSPENG1")
+
+// DecodeResult reads what a workload process wrote on its result
+// descriptor: a Result as JSON (the Go workloads) or the C engine's
+// records, which it turns into the same Result.
+func DecodeResult(b []byte, w Workload) (*Result, error) {
+	if !bytes.HasPrefix(b, engineMagic) {
+		var res Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
+	r := bytes.NewReader(b[len(engineMagic):])
+	var head [5]int64
+	if err := binary.Read(r, binary.LittleEndian, &head); err != nil {
+		return nil, fmt.Errorf("engine result header: %w", err)
+	}
+	start, end, self, threads := head[0], head[1], head[2], head[3]
+	if threads < 1 || threads > 4096 {
+		return nil, fmt.Errorf("engine result: %d threads", threads)
+	}
+	rec := &Recorder{op: w.Op(), throughput: true, startMono: start}
+	for th := 0; th < int(threads); th++ {
+		var n int64
+		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
+			return nil, fmt.Errorf("engine result, thread %d: %w", th, err)
+		}
+		if n < 0 || n > int64(r.Len())/16 {
+			return nil, fmt.Errorf("engine result, thread %d: %d records in %d bytes", th, n, r.Len())
+		}
+		recs := make([]int64, 2*n)
+		if err := binary.Read(r, binary.LittleEndian, recs); err != nil {
+			return nil, fmt.Errorf("engine result, thread %d: %w", th, err)
+		}
+		t := rec.Thread(th)
+		t.dropped = head[4] != 0
+		for i := int64(0); i < n; i++ {
+			t.recordMono(recs[2*i], recs[2*i+1], 0)
+		}
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("engine result: %d bytes left over", r.Len())
+	}
+	return rec.result(w.Name(), end, self), nil
+}

@@ -1,0 +1,184 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
+)
+
+// engineBlob builds what the C engine writes: per thread, records of
+// (start, wall).
+func engineBlob(start, end, self int64, dropped int64, threads [][][2]int64) []byte {
+	var b bytes.Buffer
+	b.WriteString("CFSPENG1")
+	_ = binary.Write(&b, binary.LittleEndian, []int64{start, end, self, int64(len(threads)), dropped})
+	for _, recs := range threads {
+		_ = binary.Write(&b, binary.LittleEndian, int64(len(recs)))
+		for _, r := range recs {
+			_ = binary.Write(&b, binary.LittleEndian, r[:])
+		}
+	}
+	return b.Bytes()
+}
+
+func parallelWorkload(t *testing.T, args ...string) Workload {
+	t.Helper()
+	w, err := Parse("parallel", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestDecodeEngineResult(t *testing.T) {
+	w := parallelWorkload(t, "--threads", "2")
+	const ms = int64(time.Millisecond)
+	start := int64(1_000_000_000)
+	blob := engineBlob(start, start+10*ms, 7*ms, 0, [][][2]int64{
+		{{start, 300_000}, {start + ms, 2 * ms}},
+		{{start + 500_000, 200_000}},
+	})
+	res, err := DecodeResult(blob, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Workload != "parallel" || res.StartMono != start || res.EndMono != start+10*ms || res.SelfCPUNs != 7*ms {
+		t.Errorf("header: %+v", res)
+	}
+	if res.Latency == nil || len(res.Latency.Samples) != 3 {
+		t.Fatalf("latency: %+v", res.Latency)
+	}
+	for i, want := range []int64{start, start + 500_000, start + ms} {
+		if s := res.Latency.Samples[i]; s.StartNs != want {
+			t.Errorf("sample %d starts at %d, want %d (sorted by start)", i, s.StartNs, want)
+		}
+	}
+	if res.Latency.Samples[1].Thread != 1 {
+		t.Errorf("sample 1 thread %d, want 1", res.Latency.Samples[1].Thread)
+	}
+	// Completions per ms: 0.3 ms and 0.7 ms fall in bucket 0, 3 ms in 3.
+	want := []int64{2, 0, 0, 1}
+	if res.Throughput == nil || !equal(res.Throughput.Counts, want) {
+		t.Errorf("throughput %+v, want counts %v", res.Throughput, want)
+	}
+	if res.ThroughputStartMono != start {
+		t.Errorf("throughput starts at %d, want %d", res.ThroughputStartMono, start)
+	}
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDecodeEngineResultErrors(t *testing.T) {
+	w := parallelWorkload(t)
+	good := engineBlob(1, 2, 3, 0, [][][2]int64{{{1, 1}}})
+	for name, b := range map[string][]byte{
+		"no header":    []byte("CFSPENG1"),
+		"truncated":    good[:len(good)-4],
+		"extra bytes":  append(append([]byte{}, good...), 0),
+		"zero threads": engineBlob(1, 2, 3, 0, nil),
+		"huge count":   append(engineBlob(1, 2, 3, 0, [][][2]int64{{}})[:8+40], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
+		"not json":     []byte("{"),
+	} {
+		if _, err := DecodeResult(b, w); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestDecodeResultJSON(t *testing.T) {
+	res, err := DecodeResult([]byte(`{"workload":"periodic","start_mono":5,"self_cpu_ns":9}`), parallelWorkload(t))
+	if err != nil || res.Workload != "periodic" || res.StartMono != 5 || res.SelfCPUNs != 9 {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+func FuzzDecodeResult(f *testing.F) {
+	f.Add(engineBlob(1, 2, 3, 0, [][][2]int64{{{1, 1}, {2, 5}}, {}}))
+	f.Add([]byte(`{"workload":"x"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		w := &parallel{threads: 1, duration: time.Second, maxPrime: 10}
+		res, err := DecodeResult(b, w)
+		if err == nil && res == nil {
+			t.Fatal("nil result without error")
+		}
+	})
+}
+
+// TestEngineRuns runs the embedded C engine for real (outside any group)
+// and checks its result against its own clock and CPU time.
+func TestEngineRuns(t *testing.T) {
+	if !EngineEmbedded() {
+		if testenv.Required() {
+			t.Fatal("this build has no C engine: build it with make engine (make test does)")
+		}
+		t.Skip("no C engine embedded (make engine)")
+	}
+	path, err := EnginePath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parallelWorkload(t, "--threads", "2", "--duration", "300ms", "--max-prime", "2000")
+	r, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(path, w.(Native).NativeArgs()...)
+	cmd.ExtraFiles = []*os.File{wr}
+	cmd.Env = append(os.Environ(), ResultFDEnv+"=3")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wr.Close()
+	var out bytes.Buffer
+	if _, err := out.ReadFrom(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("engine: %v: %s", err, stderr.String())
+	}
+	res, err := DecodeResult(out.Bytes(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall := res.EndMono - res.StartMono
+	if wall < int64(300*time.Millisecond) || wall > int64(3*time.Second) {
+		t.Errorf("engine ran %v for a 300ms duration", time.Duration(wall))
+	}
+	n := res.Latency.Count
+	var tput int64
+	for _, c := range res.Throughput.Counts {
+		tput += c
+	}
+	if n < 100 || tput != n {
+		t.Errorf("%d events recorded, %d in the throughput buckets", n, tput)
+	}
+	// Two busy threads on a machine with at least one CPU: the process's
+	// CPU time is at least most of the wall time.
+	if res.SelfCPUNs < wall/2 {
+		t.Errorf("self CPU %v over %v of wall time", time.Duration(res.SelfCPUNs), time.Duration(wall))
+	}
+	// Bad arguments: exit 2 with usage.
+	bad := exec.Command(path, "parallel", "0", "1", "3", "0", "0")
+	if err := bad.Run(); bad.ProcessState == nil || bad.ProcessState.ExitCode() != 2 {
+		t.Errorf("engine with 0 threads: %v, want exit 2", err)
+	}
+}

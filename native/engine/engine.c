@@ -1,0 +1,217 @@
+/*
+ * cfsprobe-engine: the hot loops of cfsprobe's CPU-bound built-in workloads,
+ * in C, for runs where the workload's own overhead must be nil.
+ *
+ * A Go program has helper threads besides its workers (the runtime's
+ * monitor, the garbage collector) and they run inside the measured group.
+ * When the workload's demand equals the quota exactly (one busy thread
+ * under a 1-CPU quota), that little extra is enough for the kernel to
+ * throttle some periods by a millisecond or two, which the experiments
+ * this reproduces (seed 001: sysbench cpu) do not see. This program is a
+ * static binary with nothing but its workers: cfsprobe embeds it and runs
+ * it in place of the Go workload when it can (internal/workload/engine.go).
+ *
+ *   cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN
+ *
+ * Each worker repeats sysbench cpu's event (count primes below MAX_PRIME by
+ * trial division) and times it with CLOCK_MONOTONIC (vDSO: no system call
+ * inside or between events). Records stay in memory until the end; then the
+ * result goes to the descriptor named by CFSPROBE_RESULT_FD in this format
+ * (all integers little-endian int64):
+ *
+ *   "CFSPENG1" start_mono end_mono self_cpu_ns threads dropped
+ *   then per thread: count, count x (start_mono_ns, wall_ns)
+ *
+ * Exit status: 0 done, 2 bad arguments, 1 anything else.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+struct rec {
+	int64_t start, wall;
+};
+
+struct worker {
+	pthread_t tid;
+	struct rec *recs;
+	int64_t n, cap;
+	int dropped;
+	uint64_t primes;
+};
+
+static int64_t deadline, max_prime, events;
+static atomic_llong done_events;
+static volatile uint64_t sink;
+
+static int64_t mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* sysbench cpu's event. */
+static uint64_t prime_event(int64_t max)
+{
+	uint64_t n = 0;
+	for (int64_t c = 3; c < max; c++) {
+		int64_t t = (int64_t)sqrt((double)c), l = 2;
+		for (; l <= t; l++)
+			if (c % l == 0)
+				break;
+		if (l > t)
+			n++;
+	}
+	return n;
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t primes = 0;
+	for (;;) {
+		if (events > 0 && atomic_fetch_add(&done_events, 1) >= events)
+			break;
+		int64_t t0 = mono();
+		if (t0 >= deadline)
+			break;
+		primes += prime_event(max_prime);
+		int64_t t1 = mono();
+		if (w->n < w->cap) {
+			w->recs[w->n].start = t0;
+			w->recs[w->n].wall = t1 - t0;
+			w->n++;
+		} else {
+			w->dropped = 1;
+		}
+	}
+	w->primes = primes;
+	return NULL;
+}
+
+/* Keep the whole process on the last n CPUs of its mask when it has more,
+ * as the Go workload does (CPU 0 usually takes most interrupts). */
+static void pin_last(int n)
+{
+	cpu_set_t set, want;
+	if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) <= n)
+		return;
+	CPU_ZERO(&want);
+	for (int c = CPU_SETSIZE - 1, k = 0; c >= 0 && k < n; c--)
+		if (CPU_ISSET(c, &set)) {
+			CPU_SET(c, &want);
+			k++;
+		}
+	sched_setaffinity(0, sizeof want, &want);
+}
+
+static int write_all(int fd, const void *p, size_t len)
+{
+	const char *b = p;
+	while (len > 0) {
+		ssize_t k = write(fd, b, len);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		b += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+static int parse(const char *s, int64_t min, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < min)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int64_t threads, duration, pin;
+	if (argc != 7 || strcmp(argv[1], "parallel") != 0 || parse(argv[2], 1, &threads) ||
+	    threads > 4096 || parse(argv[3], 1, &duration) || parse(argv[4], 3, &max_prime) ||
+	    parse(argv[5], 0, &events) || parse(argv[6], 0, &pin)) {
+		fprintf(stderr, "usage: cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN\n");
+		return 2;
+	}
+	const char *fds = getenv("CFSPROBE_RESULT_FD");
+	int fd = fds ? atoi(fds) : -1;
+	if (pin)
+		pin_last((int)threads);
+
+	/* Room for 4M events per thread (64 MiB of address space, touched
+	 * only as used); a program with many threads gets less each. */
+	int64_t cap = 4 << 20;
+	if (threads > 16)
+		cap = (64 << 20) / threads;
+	struct worker *ws = calloc((size_t)threads, sizeof *ws);
+	if (!ws) {
+		perror("cfsprobe-engine");
+		return 1;
+	}
+	for (int64_t i = 0; i < threads; i++) {
+		void *m = mmap(NULL, (size_t)cap * sizeof(struct rec), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED) {
+			perror("cfsprobe-engine: mmap");
+			return 1;
+		}
+		ws[i].recs = m;
+		ws[i].cap = cap;
+	}
+	int64_t start = mono();
+	deadline = start + duration;
+	for (int64_t i = 0; i < threads; i++) {
+		int err = pthread_create(&ws[i].tid, NULL, work, &ws[i]);
+		if (err) {
+			fprintf(stderr, "cfsprobe-engine: pthread_create: %s\n", strerror(err));
+			return 1;
+		}
+	}
+	uint64_t primes = 0;
+	int64_t dropped = 0;
+	for (int64_t i = 0; i < threads; i++) {
+		pthread_join(ws[i].tid, NULL);
+		primes += ws[i].primes;
+		dropped |= ws[i].dropped;
+	}
+	int64_t end = mono();
+	sink = primes;
+	struct rusage ru;
+	int64_t self = 0;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		self = ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+		       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
+	if (fd < 0)
+		return 0;
+	int64_t head[5] = {start, end, self, threads, dropped};
+	if (write_all(fd, "CFSPENG1", 8) || write_all(fd, head, sizeof head))
+		goto fail;
+	for (int64_t i = 0; i < threads; i++)
+		if (write_all(fd, &ws[i].n, sizeof ws[i].n) ||
+		    write_all(fd, ws[i].recs, (size_t)ws[i].n * sizeof(struct rec)))
+			goto fail;
+	return 0;
+fail:
+	perror("cfsprobe-engine: write result");
+	return 1;
+}
