@@ -34,6 +34,8 @@ type ExecOptions struct {
 type ExecPlan struct {
 	CPUs int
 	Auto bool
+	// Round is how auto rounded.
+	Round Rounding
 	// View is the view auto was derived from (nil for a given count).
 	View     *View
 	Settings Settings
@@ -61,7 +63,7 @@ func PrepareExec(o ExecOptions) *ExecPlan {
 	if o.Round == "" {
 		o.Round = Floor
 	}
-	p := &ExecPlan{CPUs: o.CPUs, Auto: o.CPUs == 0}
+	p := &ExecPlan{CPUs: o.CPUs, Auto: o.CPUs == 0, Round: o.Round}
 	var v *View
 	if o.Limits != nil {
 		v = ForLimits(o.ProcRoot, o.FSRoot, *o.Limits)
@@ -117,10 +119,7 @@ func followDirs(v *View, warnings *[]string) []FollowDir {
 func (p *ExecPlan) TraceView() *trace.View {
 	tv := &trace.View{CPUs: p.CPUs, Auto: p.Auto, Library: p.Library != "", Env: Assignments(p.Changes)}
 	if p.Auto {
-		tv.Round = string(p.Settings.Round)
-		if tv.Round == "" {
-			tv.Round = string(Floor)
-		}
+		tv.Round = string(p.Round)
 	}
 	return tv
 }

@@ -105,10 +105,12 @@ func (v *View) recommend() Recommendation {
 	n := v.Threads(Floor)
 	rec := Recommendation{Threads: n, Rule: string(Floor)}
 	if v.LimitedBy != "quota" {
-		what := map[string]string{"online": "online CPUs", "affinity": "CPUs of its affinity", "cpuset": "CPUs of its cpuset"}[v.LimitedBy]
-		rec.Reason = fmt.Sprintf("no quota below %d CPUs: the process may run on %d %s, one thread for each", v.UsableCPUs, v.UsableCPUs, what)
+		where := map[string]string{"online": "online", "affinity": "its affinity", "cpuset": "its cpuset"}[v.LimitedBy]
+		cpus := fmt.Sprintf("%d %s (%s)", v.UsableCPUs, plural(v.UsableCPUs, "CPU"), where)
 		if v.QuotaCPUs == nil {
-			rec.Reason = fmt.Sprintf("no CPU quota: the process may run on %d %s, one thread for each", v.UsableCPUs, what)
+			rec.Reason = fmt.Sprintf("no CPU quota: the process may run on %s, one thread each", cpus)
+		} else {
+			rec.Reason = fmt.Sprintf("the tightest quota, %s CPUs, is not below the %s the process may run on: one thread each", fmtCPUs(*v.QuotaCPUs), cpus)
 		}
 		return rec
 	}
@@ -121,7 +123,7 @@ func (v *View) recommend() Recommendation {
 	case v.quotaNs%v.periodNs == 0:
 		rec.Reason = fmt.Sprintf("the quota is %s CPUs: %d busy threads use all of it and none waits for the next period", q, n)
 	default:
-		rec.Reason = fmt.Sprintf("floor, at least 1: with %d threads for a quota of %s CPUs the group cannot use more than its quota in a period, so no thread waits for the next period", n, q)
+		rec.Reason = fmt.Sprintf("with %d busy %s for a quota of %s CPUs the group cannot use more than its quota in a period, so no thread waits for the next period", n, plural(n, "thread"), q)
 		frac := float64(v.quotaNs%v.periodNs) / float64(v.periodNs)
 		if c := v.Threads(Ceil); frac >= 0.5 && c > n {
 			rec.Reason += fmt.Sprintf("; the %s CPU left over stays idle: ceil (%d threads) would use it, at the cost of being throttled whenever every thread is busy", fmtCPUs(frac), c)

@@ -25,7 +25,10 @@ func (v *View) WriteText(w io.Writer) error {
 	}
 	cont := func(s string) { fmt.Fprintf(&b, "%-10s %s\n", "", s) }
 
-	who := "group " + v.Cgroup
+	who := "this process"
+	if v.Cgroup != "" {
+		who = "group " + v.Cgroup
+	}
 	if v.PID > 0 {
 		who = fmt.Sprintf("pid %d", v.PID)
 		if v.Cgroup != "" {
@@ -41,7 +44,7 @@ func (v *View) WriteText(w io.Writer) error {
 		line("affinity", "%s", listText(v.Affinity))
 	}
 	line("cpuset", "%s", listText(v.Cpuset))
-	line("usable", "%d CPUs (online, affinity and cpuset together)", v.UsableCPUs)
+	line("usable", "%d %s (online, affinity and cpuset together)", v.UsableCPUs, plural(v.UsableCPUs, "CPU"))
 
 	if len(v.Levels) == 0 {
 		line("quota", "unknown (no group of the cpu controller could be read)")
@@ -78,7 +81,10 @@ func (v *View) WriteText(w io.Writer) error {
 		}
 	}
 
-	eff := fmt.Sprintf("%s CPUs", fmtCPUs(v.EffectiveCPUs))
+	eff := fmtCPUs(v.EffectiveCPUs) + " CPUs"
+	if v.EffectiveCPUs == 1 {
+		eff = "1 CPU"
+	}
 	switch v.LimitedBy {
 	case "quota":
 		for _, l := range v.Levels {
@@ -87,7 +93,7 @@ func (v *View) WriteText(w io.Writer) error {
 			}
 		}
 	default:
-		eff += fmt.Sprintf(" (the %s CPUs", v.LimitedBy)
+		eff += fmt.Sprintf(" (%s", map[string]string{"online": "the online CPUs", "affinity": "the affinity", "cpuset": "the cpuset"}[v.LimitedBy])
 		if v.QuotaCPUs != nil {
 			eff += fmt.Sprintf("; the tightest quota is %s CPUs", fmtCPUs(*v.QuotaCPUs))
 		} else {

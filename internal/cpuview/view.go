@@ -224,16 +224,14 @@ func ResolveCgroup(procRoot, fsRoot, group string) (*View, error) {
 // front) becomes the path of that group; anything else is taken as a
 // cgroup path already.
 func cgroupPathOf(l *cgroup.Layout, fsRoot, group string) string {
-	if filepath.IsAbs(group) {
-		for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUSet, l.CPUAcct, l.Unified} {
-			if h == nil {
-				continue
-			}
-			root := filepath.Clean(h.Dir)
-			for _, cand := range []string{filepath.Clean(group), filepath.Join(fsRoot, group)} {
-				if cand == root || strings.HasPrefix(cand, root+"/") {
-					return path.Join("/", h.Root, strings.TrimPrefix(cand, root))
-				}
+	for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUSet, l.CPUAcct, l.Unified} {
+		if h == nil {
+			continue
+		}
+		root := filepath.Clean(h.Dir)
+		for _, cand := range []string{filepath.Clean(group), filepath.Join(fsRoot, group)} {
+			if cand == root || strings.HasPrefix(cand, root+"/") {
+				return path.Join("/", h.Root, strings.TrimPrefix(cand, root))
 			}
 		}
 	}
