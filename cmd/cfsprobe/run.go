@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/cpuview"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -32,6 +33,8 @@ type runFlags struct {
 	procRoot       string
 	fsRoot         string
 	sampleInterval time.Duration
+	view           string
+	viewRound      string
 }
 
 func newRunCmd() *cobra.Command {
@@ -55,12 +58,18 @@ counters are the kernel's (nr_periods, nr_throttled, throttled time).
 
 Built-in workloads (cfsprobe run WORKLOAD --help for their flags):
 ` + workloads.String() + `
-Any other program runs after --; its output still reaches the terminal.`,
+Any other program runs after --; its output still reaches the terminal.
+
+--view N|auto gives the workload the CPU view of cfsprobe exec (see its
+--help): N CPUs, or with auto the run's quota rounded by --view-round (floor by
+default), through the runtimes' variables and the LD_PRELOAD library. The
+trace's spec records it.`,
 		Example: `  cfsprobe run --cpus 0.2 periodic --burn 5ms --sleep 100ms --iterations 50
   cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
   cfsprobe run --cpus 1 parallel --threads 2 --duration 5s --json > trace.json
   cfsprobe run --quota 20ms --period 100ms --burst 20ms bursty --on-cpu 30ms --off 137ms
-  cfsprobe run --cpus 1 -- sysbench --threads=4 --time=5 cpu run`,
+  cfsprobe run --cpus 1 -- sysbench --threads=4 --time=5 cpu run
+  cfsprobe run --cpus 1.5 --view auto -- python3 -c 'import os; print(os.cpu_count())'`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error { return runRun(c, f, args) },
 	}
@@ -77,6 +86,8 @@ Any other program runs after --; its output still reaches the terminal.`,
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "group under which the run's group is created")
 	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted")
 	fl.StringVar(&f.fsRoot, "fs-root", "/", "root under which the cgroup mount points of mountinfo are found")
+	fl.StringVar(&f.view, "view", "", "give the workload a view of N CPUs, or auto: the run's quota rounded by --view-round (as cfsprobe exec does; see its --help)")
+	fl.StringVar(&f.viewRound, "view-round", string(cpuview.Floor), "how --view auto rounds a fractional quota: ceil, floor or nearest")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", 0, "how often to read the counters (default period/10, at most 10ms)")
 	_ = fl.MarkHidden("sample-interval")
 	return c
@@ -120,6 +131,9 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 	cfg := lab.Config{
 		Limits: lim, Parent: f.parent, ProcRoot: f.procRoot, FSRoot: f.fsRoot,
 		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, SampleInterval: f.sampleInterval,
+	}
+	if err := f.applyView(c, &cfg); err != nil {
+		return err
 	}
 	if f.json {
 		cfg.Stdout = os.Stderr // stdout carries the trace
@@ -218,5 +232,35 @@ func checkWritable(path string) error {
 	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
 		return fmt.Errorf("directory %s is not usable (%v): create it or choose another path", dir, err)
 	}
+	return nil
+}
+
+// applyView gives the workload the CPU view of --view: the environment
+// cfsprobe exec would set, recorded in the trace's spec.
+func (f *runFlags) applyView(c *cobra.Command, cfg *lab.Config) error {
+	if !c.Flags().Changed("view") {
+		if c.Flags().Changed("view-round") {
+			return usageErr("--view-round rounds --view auto: add --view auto")
+		}
+		return nil
+	}
+	n, err := parseViewCPUs("--view", f.view)
+	if err != nil {
+		return err
+	}
+	round, err := cpuview.ParseRounding(f.viewRound)
+	if err != nil {
+		return usageErr("--view-round: %v", err)
+	}
+	lim := cfg.Limits
+	plan := cpuview.PrepareExec(cpuview.ExecOptions{
+		CPUs: n, Round: round, Limits: &lim, ProcRoot: f.procRoot, FSRoot: f.fsRoot,
+		Environ: os.Environ(), Library: cpuview.Library(), CacheDirs: cpuview.CacheDirs(os.Getenv),
+	})
+	for _, w := range plan.Warnings {
+		fmt.Fprintln(os.Stderr, "cfsprobe run: warning: --view:", w)
+	}
+	cfg.Env = append(cfg.Env, cpuview.Assignments(plan.Changes)...)
+	cfg.View = plan.TraceView()
 	return nil
 }

@@ -60,6 +60,9 @@ type Config struct {
 	SampleInterval time.Duration
 	// Env is extra environment for the workload ("K=V").
 	Env []string
+	// View, when set, is recorded in the trace's spec: the CPU view that
+	// Env gives the workload (see internal/cpuview).
+	View *trace.View
 }
 
 // Plan is a validated run: everything was checked, nothing created yet.
@@ -130,6 +133,7 @@ func Prepare(cfg Config) (*Plan, error) {
 	if err := cfg.Limits.Validate(); err != nil {
 		return ue(err)
 	}
+	p.spec.View = cfg.View
 	layout, err := cgroup.Detect(cfg.ProcRoot, cfg.FSRoot)
 	if err != nil {
 		if errors.Is(err, cgroup.ErrNoCPUController) {
