@@ -21,6 +21,10 @@ until --duration has passed. The wall time of every burst is recorded.
 time, so that bursts do not settle at one offset inside the period when
 on+off is a multiple of it.
 
+The workers run in the small static C program embedded in cfsprobe (see
+cfsprobe run parallel --help; spec.params.engine in the trace), so that the
+group's CPU time is the bursts' and nothing else.
+
 Example: cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
 `,
 		func(fs *pflag.FlagSet) func() (Workload, error) {

@@ -16,8 +16,8 @@ import (
 	"sync"
 )
 
-// The C engine (native/engine/engine.c, built by `make engine`): the hot
-// loop of the parallel workload as a static program with nothing but its
+// The C engine (native/engine/engine.c, built by `make engine`): the
+// parallel and bursty workloads as a static program with nothing but its
 // worker threads. A Go process has runtime threads beside its workers;
 // with demand exactly at the quota (one busy thread under a 1-CPU quota)
 // their bit of CPU makes the kernel throttle a few periods by a
@@ -139,7 +139,17 @@ func (p *parallel) NativeArgs() []string {
 		strconv.Itoa(p.maxPrime), strconv.FormatInt(p.events, 10), pin}
 }
 
-var engineMagic = []byte("CFSPENG1")
+// NativeArgs runs the bursty workload in the C engine. Its jitter draws
+// from another generator than the Go workload's: the same distribution,
+// not the same sequence.
+func (b *bursty) NativeArgs() []string {
+	return []string{"bursty", strconv.Itoa(b.threads), strconv.FormatInt(int64(b.duration), 10),
+		strconv.FormatInt(int64(b.on), 10), strconv.FormatInt(int64(b.onCPU), 10),
+		strconv.FormatInt(int64(b.off), 10), strconv.FormatInt(int64(b.jitter), 10),
+		strconv.FormatUint(b.seed, 10)}
+}
+
+var engineMagic = []byte("CFSPENG2")
 
 // DecodeResult reads what a workload process wrote on its result
 // descriptor: a Result as JSON (the Go workloads) or the C engine's
@@ -161,23 +171,23 @@ func DecodeResult(b []byte, w Workload) (*Result, error) {
 	if threads < 1 || threads > 4096 {
 		return nil, fmt.Errorf("engine result: %d threads", threads)
 	}
-	rec := &Recorder{op: w.Op(), throughput: true, startMono: start}
+	rec := &Recorder{op: w.Op(), throughput: w.Name() == "parallel", startMono: start}
 	for th := 0; th < int(threads); th++ {
 		var n int64
 		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
 			return nil, fmt.Errorf("engine result, thread %d: %w", th, err)
 		}
-		if n < 0 || n > int64(r.Len())/16 {
+		if n < 0 || n > int64(r.Len())/24 {
 			return nil, fmt.Errorf("engine result, thread %d: %d records in %d bytes", th, n, r.Len())
 		}
-		recs := make([]int64, 2*n)
+		recs := make([]int64, 3*n)
 		if err := binary.Read(r, binary.LittleEndian, recs); err != nil {
 			return nil, fmt.Errorf("engine result, thread %d: %w", th, err)
 		}
 		t := rec.Thread(th)
 		t.dropped = head[4] != 0
 		for i := int64(0); i < n; i++ {
-			t.recordMono(recs[2*i], recs[2*i+1], 0)
+			t.recordMono(recs[3*i], recs[3*i+1], recs[3*i+2])
 		}
 	}
 	if r.Len() != 0 {

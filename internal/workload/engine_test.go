@@ -14,9 +14,9 @@ import (
 
 // engineBlob builds what the C engine writes: per thread, records of
 // (start, wall).
-func engineBlob(start, end, self int64, dropped int64, threads [][][2]int64) []byte {
+func engineBlob(start, end, self int64, dropped int64, threads [][][3]int64) []byte {
 	var b bytes.Buffer
-	b.WriteString("CFSPENG1")
+	b.WriteString("CFSPENG2")
 	_ = binary.Write(&b, binary.LittleEndian, []int64{start, end, self, int64(len(threads)), dropped})
 	for _, recs := range threads {
 		_ = binary.Write(&b, binary.LittleEndian, int64(len(recs)))
@@ -40,9 +40,9 @@ func TestDecodeEngineResult(t *testing.T) {
 	w := parallelWorkload(t, "--threads", "2")
 	const ms = int64(time.Millisecond)
 	start := int64(1_000_000_000)
-	blob := engineBlob(start, start+10*ms, 7*ms, 0, [][][2]int64{
-		{{start, 300_000}, {start + ms, 2 * ms}},
-		{{start + 500_000, 200_000}},
+	blob := engineBlob(start, start+10*ms, 7*ms, 0, [][][3]int64{
+		{{start, 300_000, 0}, {start + ms, 2 * ms, 0}},
+		{{start + 500_000, 200_000, 0}},
 	})
 	res, err := DecodeResult(blob, w)
 	if err != nil {
@@ -86,13 +86,13 @@ func equal(a, b []int64) bool {
 
 func TestDecodeEngineResultErrors(t *testing.T) {
 	w := parallelWorkload(t)
-	good := engineBlob(1, 2, 3, 0, [][][2]int64{{{1, 1}}})
+	good := engineBlob(1, 2, 3, 0, [][][3]int64{{{1, 1, 1}}})
 	for name, b := range map[string][]byte{
-		"no header":    []byte("CFSPENG1"),
+		"no header":    []byte("CFSPENG2"),
 		"truncated":    good[:len(good)-4],
 		"extra bytes":  append(append([]byte{}, good...), 0),
 		"zero threads": engineBlob(1, 2, 3, 0, nil),
-		"huge count":   append(engineBlob(1, 2, 3, 0, [][][2]int64{{}})[:8+40], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
+		"huge count":   append(engineBlob(1, 2, 3, 0, [][][3]int64{{}})[:8+40], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
 		"not json":     []byte("{"),
 	} {
 		if _, err := DecodeResult(b, w); err == nil {
@@ -109,7 +109,7 @@ func TestDecodeResultJSON(t *testing.T) {
 }
 
 func FuzzDecodeResult(f *testing.F) {
-	f.Add(engineBlob(1, 2, 3, 0, [][][2]int64{{{1, 1}, {2, 5}}, {}}))
+	f.Add(engineBlob(1, 2, 3, 0, [][][3]int64{{{1, 1, 0}, {2, 5, 1}}, {}}))
 	f.Add([]byte(`{"workload":"x"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		w := &parallel{threads: 1, duration: time.Second, maxPrime: 10}
@@ -134,6 +134,48 @@ func TestEngineRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := parallelWorkload(t, "--threads", "2", "--duration", "300ms", "--max-prime", "2000")
+	res := runEngine(t, path, w)
+	wall := res.EndMono - res.StartMono
+	if wall < int64(300*time.Millisecond) || wall > int64(3*time.Second) {
+		t.Errorf("engine ran %v for a 300ms duration", time.Duration(wall))
+	}
+	n := res.Latency.Count
+	var tput int64
+	for _, c := range res.Throughput.Counts {
+		tput += c
+	}
+	if n < 100 || tput != n {
+		t.Errorf("%d events recorded, %d in the throughput buckets", n, tput)
+	}
+	// Two busy threads on a machine with at least one CPU: the process's
+	// CPU time is at least most of the wall time.
+	if res.SelfCPUNs < wall/2 {
+		t.Errorf("self CPU %v over %v of wall time", time.Duration(res.SelfCPUNs), time.Duration(wall))
+	}
+	// bursty: 5 ms busy, 5 ms idle; each burst's wall time is at least
+	// its 5 ms and the CPU clock saw most of it.
+	bw := &bursty{on: 5 * time.Millisecond, off: 5 * time.Millisecond, duration: 200 * time.Millisecond, threads: 1, seed: 1}
+	bres := runEngine(t, path, bw)
+	if c := bres.Latency.Count; c < 5 || c > 21 {
+		t.Errorf("bursty: %d bursts in 200ms of 5ms on / 5ms off", c)
+	}
+	for _, s := range bres.Latency.Samples {
+		if s.WallNs < int64(5*time.Millisecond) || s.CPUNs <= 0 || s.CPUNs > s.WallNs+int64(time.Millisecond) {
+			t.Errorf("bursty: burst of %v wall, %v CPU", time.Duration(s.WallNs), time.Duration(s.CPUNs))
+		}
+	}
+	if bres.Throughput != nil {
+		t.Error("bursty: the engine's result has throughput buckets")
+	}
+	// Bad arguments: exit 2 with usage.
+	bad := exec.Command(path, "parallel", "0", "1", "3", "0", "0")
+	if err := bad.Run(); bad.ProcessState == nil || bad.ProcessState.ExitCode() != 2 {
+		t.Errorf("engine with 0 threads: %v, want exit 2", err)
+	}
+}
+
+func runEngine(t *testing.T, path string, w Workload) *Result {
+	t.Helper()
 	r, wr, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -159,26 +201,5 @@ func TestEngineRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wall := res.EndMono - res.StartMono
-	if wall < int64(300*time.Millisecond) || wall > int64(3*time.Second) {
-		t.Errorf("engine ran %v for a 300ms duration", time.Duration(wall))
-	}
-	n := res.Latency.Count
-	var tput int64
-	for _, c := range res.Throughput.Counts {
-		tput += c
-	}
-	if n < 100 || tput != n {
-		t.Errorf("%d events recorded, %d in the throughput buckets", n, tput)
-	}
-	// Two busy threads on a machine with at least one CPU: the process's
-	// CPU time is at least most of the wall time.
-	if res.SelfCPUNs < wall/2 {
-		t.Errorf("self CPU %v over %v of wall time", time.Duration(res.SelfCPUNs), time.Duration(wall))
-	}
-	// Bad arguments: exit 2 with usage.
-	bad := exec.Command(path, "parallel", "0", "1", "3", "0", "0")
-	if err := bad.Run(); bad.ProcessState == nil || bad.ProcessState.ExitCode() != 2 {
-		t.Errorf("engine with 0 threads: %v, want exit 2", err)
-	}
+	return res
 }

@@ -12,15 +12,21 @@
  * it in place of the Go workload when it can (internal/workload/engine.go).
  *
  *   cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN
+ *   cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED
  *
- * Each worker repeats sysbench cpu's event (count primes below MAX_PRIME by
- * trial division) and times it with CLOCK_MONOTONIC (vDSO: no system call
- * inside or between events). Records stay in memory until the end; then the
- * result goes to the descriptor named by CFSPROBE_RESULT_FD in this format
- * (all integers little-endian int64):
+ * parallel: each worker repeats sysbench cpu's event (count primes below
+ * MAX_PRIME by trial division) and times it with CLOCK_MONOTONIC (vDSO: no
+ * system call inside or between events).
+ * bursty: each worker busy-waits for ON_NS of wall time (or, with ON_CPU_NS
+ * > 0, until it has spent that much thread CPU time), then sleeps OFF_NS
+ * plus a uniform random [-JITTER_NS, +JITTER_NS], until DURATION_NS.
  *
- *   "CFSPENG1" start_mono end_mono self_cpu_ns threads dropped
- *   then per thread: count, count x (start_mono_ns, wall_ns)
+ * Records stay in memory until the end; then the result goes to the
+ * descriptor named by CFSPROBE_RESULT_FD in this format (all integers
+ * little-endian int64):
+ *
+ *   "CFSPENG2" start_mono end_mono self_cpu_ns threads dropped
+ *   then per thread: count, count x (start_mono_ns, wall_ns, cpu_ns)
  *
  * Exit status: 0 done, 2 bad arguments, 1 anything else.
  */
@@ -40,7 +46,7 @@
 #include <unistd.h>
 
 struct rec {
-	int64_t start, wall;
+	int64_t start, wall, cpu;
 };
 
 struct worker {
@@ -52,8 +58,10 @@ struct worker {
 };
 
 static int64_t deadline, max_prime, events;
+static int64_t on_ns, on_cpu_ns, off_ns, jitter_ns, seed;
 static atomic_llong done_events;
 static volatile uint64_t sink;
+static struct worker *workers;
 
 static int64_t mono(void)
 {
@@ -90,14 +98,83 @@ static void *work(void *arg)
 		primes += prime_event(max_prime);
 		int64_t t1 = mono();
 		if (w->n < w->cap) {
-			w->recs[w->n].start = t0;
-			w->recs[w->n].wall = t1 - t0;
+			w->recs[w->n] = (struct rec){t0, t1 - t0, 0};
 			w->n++;
 		} else {
 			w->dropped = 1;
 		}
 	}
 	w->primes = primes;
+	return NULL;
+}
+
+static int64_t thread_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A few microseconds of CPU work the compiler cannot remove. */
+static uint64_t burn_chunk(uint64_t x)
+{
+	x |= 1;
+	for (int i = 0; i < 2000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+	}
+	return x;
+}
+
+/* splitmix64: the jitter's random numbers. */
+static uint64_t next_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static void *burst_work(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t x = (uint64_t)(w - workers) + 7, rs = (uint64_t)seed * 1000003 + (uint64_t)(w - workers);
+	for (;;) {
+		int64_t t0 = mono();
+		if (t0 >= deadline)
+			break;
+		int64_t c0 = thread_cpu();
+		for (;;) {
+			x = burn_chunk(x);
+			if (on_cpu_ns > 0) {
+				if (thread_cpu() - c0 >= on_cpu_ns)
+					break;
+			} else if (mono() - t0 >= on_ns) {
+				break;
+			}
+		}
+		/* CPU clock (a system call, where a throttled task may be
+		 * stopped) before the wall clock, so that a stall counts. */
+		int64_t cpu = thread_cpu() - c0;
+		int64_t t1 = mono();
+		if (w->n < w->cap) {
+			w->recs[w->n] = (struct rec){t0, t1 - t0, cpu};
+			w->n++;
+		} else {
+			w->dropped = 1;
+		}
+		int64_t off = off_ns;
+		if (jitter_ns > 0)
+			off += (int64_t)(next_rand(&rs) % (uint64_t)(2 * jitter_ns + 1)) - jitter_ns;
+		int64_t rest = deadline - mono();
+		if (rest < off)
+			off = rest > 0 ? rest : 0;
+		struct timespec ts = {off / 1000000000, off % 1000000000};
+		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+			;
+	}
+	w->primes = x;
 	return NULL;
 }
 
@@ -144,13 +221,33 @@ static int parse(const char *s, int64_t min, int64_t *out)
 	return 0;
 }
 
+static void usage(void)
+{
+	fprintf(stderr, "usage: cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN\n"
+			"       cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED\n");
+}
+
 int main(int argc, char **argv)
 {
-	int64_t threads, duration, pin;
-	if (argc != 7 || strcmp(argv[1], "parallel") != 0 || parse(argv[2], 1, &threads) ||
-	    threads > 4096 || parse(argv[3], 1, &duration) || parse(argv[4], 3, &max_prime) ||
-	    parse(argv[5], 0, &events) || parse(argv[6], 0, &pin)) {
-		fprintf(stderr, "usage: cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN\n");
+	int64_t threads, duration, pin = 0;
+	void *(*fn)(void *) = work;
+	if (argc == 7 && strcmp(argv[1], "parallel") == 0) {
+		if (parse(argv[2], 1, &threads) || threads > 4096 || parse(argv[3], 1, &duration) ||
+		    parse(argv[4], 3, &max_prime) || parse(argv[5], 0, &events) || parse(argv[6], 0, &pin)) {
+			usage();
+			return 2;
+		}
+	} else if (argc == 9 && strcmp(argv[1], "bursty") == 0) {
+		fn = burst_work;
+		if (parse(argv[2], 1, &threads) || threads > 4096 || parse(argv[3], 1, &duration) ||
+		    parse(argv[4], 0, &on_ns) || parse(argv[5], 0, &on_cpu_ns) || on_ns + on_cpu_ns == 0 ||
+		    parse(argv[6], 0, &off_ns) || parse(argv[7], 0, &jitter_ns) || jitter_ns > off_ns ||
+		    parse(argv[8], 0, &seed)) {
+			usage();
+			return 2;
+		}
+	} else {
+		usage();
 		return 2;
 	}
 	const char *fds = getenv("CFSPROBE_RESULT_FD");
@@ -158,12 +255,12 @@ int main(int argc, char **argv)
 	if (pin)
 		pin_last((int)threads);
 
-	/* Room for 4M events per thread (64 MiB of address space, touched
+	/* Room for 4M events per thread (96 MiB of address space, touched
 	 * only as used); a program with many threads gets less each. */
 	int64_t cap = 4 << 20;
 	if (threads > 16)
 		cap = (64 << 20) / threads;
-	struct worker *ws = calloc((size_t)threads, sizeof *ws);
+	struct worker *ws = workers = calloc((size_t)threads, sizeof *ws);
 	if (!ws) {
 		perror("cfsprobe-engine");
 		return 1;
@@ -181,7 +278,7 @@ int main(int argc, char **argv)
 	int64_t start = mono();
 	deadline = start + duration;
 	for (int64_t i = 0; i < threads; i++) {
-		int err = pthread_create(&ws[i].tid, NULL, work, &ws[i]);
+		int err = pthread_create(&ws[i].tid, NULL, fn, &ws[i]);
 		if (err) {
 			fprintf(stderr, "cfsprobe-engine: pthread_create: %s\n", strerror(err));
 			return 1;
@@ -204,7 +301,7 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		return 0;
 	int64_t head[5] = {start, end, self, threads, dropped};
-	if (write_all(fd, "CFSPENG1", 8) || write_all(fd, head, sizeof head))
+	if (write_all(fd, "CFSPENG2", 8) || write_all(fd, head, sizeof head))
 		goto fail;
 	for (int64_t i = 0; i < threads; i++)
 		if (write_all(fd, &ws[i].n, sizeof ws[i].n) ||
