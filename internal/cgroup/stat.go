@@ -1,7 +1,7 @@
 package cgroup
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -33,30 +33,53 @@ func (s Stat) Sub(o Stat) Stat {
 	}
 }
 
-// parseCPUStat parses cpu.stat of the given cgroup version. Missing keys
+// parseCPUStat reads cpu.stat from r and parses it (ParseCPUStat).
+func parseCPUStat(r io.Reader, version int) (Stat, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return Stat{}, err
+	}
+	return ParseCPUStat(b, version)
+}
+
+// parseUsage reads cpuacct.usage from r and parses it (ParseUsage).
+func parseUsage(r io.Reader) (int64, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 64))
+	if err != nil {
+		return 0, err
+	}
+	return ParseUsage(b)
+}
+
+// ParseCPUStat parses cpu.stat of the given cgroup version. Missing keys
 // stay zero, unknown keys are ignored (the kernel keeps adding some),
 // negative values clamp to zero. On v1 usage is not in cpu.stat (it comes
-// from cpuacct.usage) and durations are ns; on v2 they are us.
-func parseCPUStat(r io.Reader, version int) (Stat, error) {
+// from cpuacct.usage) and durations are ns; on v2 they are us. It does not
+// allocate (unless a line holds non-ASCII bytes): the monitor runs it for
+// every group at every scrape and ten times per period in its sampler.
+func ParseCPUStat(b []byte, version int) (Stat, error) {
 	var s Stat
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		f := strings.Fields(line)
-		if len(f) == 0 {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		key, val, n := twoFields(line)
+		if n == 0 {
 			continue
 		}
-		if len(f) != 2 {
+		if n != 2 {
 			return Stat{}, fmt.Errorf("line %q: %w", line, errSyntax)
 		}
-		v, err := parseCounter(f[1])
+		v, err := parseCounter(val)
 		if err != nil {
 			return Stat{}, fmt.Errorf("line %q: %w", line, err)
 		}
-		us := func(v int64) int64 { return saturatingMul(v, int64(time.Microsecond)) }
-		switch version {
-		case 1:
-			switch f[0] {
+		if version == 1 {
+			switch string(key) {
 			case "nr_periods":
 				s.NrPeriods = v
 			case "nr_throttled":
@@ -68,38 +91,102 @@ func parseCPUStat(r io.Reader, version int) (Stat, error) {
 			case "burst_time":
 				s.BurstNs = v
 			}
-		default:
-			switch f[0] {
-			case "usage_usec":
-				s.UsageNs = us(v)
-			case "nr_periods":
-				s.NrPeriods = v
-			case "nr_throttled":
-				s.NrThrottled = v
-			case "throttled_usec":
-				s.ThrottledNs = us(v)
-			case "nr_bursts":
-				s.NrBursts = v
-			case "burst_usec":
-				s.BurstNs = us(v)
-			}
+			continue
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return Stat{}, err
+		switch string(key) {
+		case "usage_usec":
+			s.UsageNs = usToNs(v)
+		case "nr_periods":
+			s.NrPeriods = v
+		case "nr_throttled":
+			s.NrThrottled = v
+		case "throttled_usec":
+			s.ThrottledNs = usToNs(v)
+		case "nr_bursts":
+			s.NrBursts = v
+		case "burst_usec":
+			s.BurstNs = usToNs(v)
+		}
 	}
 	return s, nil
 }
 
+// usToNs converts microseconds to nanoseconds, saturating.
+func usToNs(v int64) int64 {
+	if v > math.MaxInt64/int64(time.Microsecond) {
+		return math.MaxInt64
+	}
+	return v * int64(time.Microsecond)
+}
+
+// twoFields splits a line at runs of white space as strings.Fields does
+// and returns the first two fields and how many there are (up to 3).
+func twoFields(line []byte) (a, b []byte, n int) {
+	for _, c := range line {
+		if c >= 0x80 { // Unicode spaces: rare enough to allocate for
+			f := strings.Fields(string(line))
+			switch len(f) {
+			case 0:
+				return nil, nil, 0
+			case 1:
+				return []byte(f[0]), nil, 1
+			case 2:
+				return []byte(f[0]), []byte(f[1]), 2
+			}
+			return nil, nil, 3
+		}
+	}
+	i := 0
+	for n < 3 {
+		for i < len(line) && asciiSpace(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			break
+		}
+		j := i
+		for j < len(line) && !asciiSpace(line[j]) {
+			j++
+		}
+		switch n {
+		case 0:
+			a = line[i:j]
+		case 1:
+			b = line[i:j]
+		}
+		n++
+		i = j
+	}
+	return a, b, n
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
 // parseCounter parses a kernel counter. Negative values (seen from kernel
 // accounting bugs) clamp to zero; values beyond int64 saturate.
-func parseCounter(s string) (int64, error) {
-	v, err := strconv.ParseInt(s, 10, 64)
+func parseCounter(b []byte) (int64, error) {
+	if len(b) > 0 && len(b) <= 18 {
+		var v int64
+		ok := true
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				ok = false
+				break
+			}
+			v = v*10 + int64(c-'0')
+		}
+		if ok {
+			return v, nil
+		}
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
 	if err == nil {
 		return max(v, 0), nil
 	}
 	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-		if strings.HasPrefix(s, "-") {
+		if b[0] == '-' {
 			return 0, nil
 		}
 		return math.MaxInt64, nil
@@ -107,23 +194,16 @@ func parseCounter(s string) (int64, error) {
 	return 0, errSyntax
 }
 
-func saturatingMul(a, b int64) int64 {
-	if a != 0 && a > math.MaxInt64/b {
-		return math.MaxInt64
+// ParseUsage parses v1 cpuacct.usage (one number, ns): the first 64
+// bytes, trimmed.
+func ParseUsage(b []byte) (int64, error) {
+	if len(b) > 64 {
+		b = b[:64]
 	}
-	return a * b
-}
-
-// parseUsage parses cpuacct.usage (one number, ns).
-func parseUsage(r io.Reader) (int64, error) {
-	b, err := io.ReadAll(io.LimitReader(r, 64))
+	b = bytes.TrimSpace(b)
+	v, err := parseCounter(b)
 	if err != nil {
-		return 0, err
-	}
-	s := strings.TrimSpace(string(b))
-	v, err := parseCounter(s)
-	if err != nil {
-		return 0, fmt.Errorf("value %q: %w", s, err)
+		return 0, fmt.Errorf("value %q: %w", b, err)
 	}
 	return v, nil
 }

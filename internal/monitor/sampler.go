@@ -803,7 +803,7 @@ func (s *Sampler) sample(g *sampled) error {
 		b, err := g.files.stat.read(s.buf[:])
 		if err == nil {
 			var st cgroup.Stat
-			if st, err = parseStat(b, g.files.version); err == nil && st.NrPeriods == g.last.NrPeriods {
+			if st, err = cgroup.ParseCPUStat(b, g.files.version); err == nil && st.NrPeriods == g.last.NrPeriods {
 				g.idleFor(t, period)
 				return nil
 			}

@@ -1,17 +1,13 @@
 package monitor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"golang.org/x/sys/unix"
@@ -372,7 +368,7 @@ func (c *counters) read(buf []byte) (st cgroup.Stat, file string, err error) {
 	if err != nil {
 		return cgroup.Stat{}, "cpu.stat", err
 	}
-	if st, err = parseStat(b, c.version); err != nil {
+	if st, err = cgroup.ParseCPUStat(b, c.version); err != nil {
 		return cgroup.Stat{}, "cpu.stat", fmt.Errorf("parse %s: %w", c.stat.path, err)
 	}
 	if c.version == 1 {
@@ -389,7 +385,7 @@ func (c *counters) readUsage(buf []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, err := parseUsage(b)
+	v, err := cgroup.ParseUsage(b)
 	if err != nil {
 		return 0, fmt.Errorf("parse %s: %w", c.usage.path, err)
 	}
@@ -497,161 +493,4 @@ func (f *counterFile) close() {
 		keptFiles.Add(-1)
 	}
 	*f = counterFile{fd: -1}
-}
-
-// parseStat parses cpu.stat like cgroup.ReadStat does (missing keys zero,
-// unknown keys ignored, negative values zero, v2 microseconds to
-// nanoseconds), without allocating: it runs for every group at every
-// scrape and ten times per period in the sampler.
-func parseStat(b []byte, version int) (cgroup.Stat, error) {
-	var s cgroup.Stat
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
-		key, val, n := twoFields(line)
-		if n == 0 {
-			continue
-		}
-		if n != 2 {
-			return cgroup.Stat{}, fmt.Errorf("line %q: invalid syntax", line)
-		}
-		v, err := parseCounter(val)
-		if err != nil {
-			return cgroup.Stat{}, fmt.Errorf("line %q: %w", line, err)
-		}
-		if version == 1 {
-			switch string(key) {
-			case "nr_periods":
-				s.NrPeriods = v
-			case "nr_throttled":
-				s.NrThrottled = v
-			case "throttled_time":
-				s.ThrottledNs = v
-			case "nr_bursts":
-				s.NrBursts = v
-			case "burst_time":
-				s.BurstNs = v
-			}
-			continue
-		}
-		switch string(key) {
-		case "usage_usec":
-			s.UsageNs = usToNs(v)
-		case "nr_periods":
-			s.NrPeriods = v
-		case "nr_throttled":
-			s.NrThrottled = v
-		case "throttled_usec":
-			s.ThrottledNs = usToNs(v)
-		case "nr_bursts":
-			s.NrBursts = v
-		case "burst_usec":
-			s.BurstNs = usToNs(v)
-		}
-	}
-	return s, nil
-}
-
-// usToNs converts microseconds to nanoseconds, saturating.
-func usToNs(v int64) int64 {
-	if v > math.MaxInt64/int64(time.Microsecond) {
-		return math.MaxInt64
-	}
-	return v * int64(time.Microsecond)
-}
-
-// twoFields splits a line at runs of white space as strings.Fields does
-// and returns the first two fields and how many there are (up to 3).
-func twoFields(line []byte) (a, b []byte, n int) {
-	for _, c := range line {
-		if c >= 0x80 { // Unicode spaces: rare enough to allocate for
-			f := strings.Fields(string(line))
-			switch len(f) {
-			case 0:
-				return nil, nil, 0
-			case 1:
-				return []byte(f[0]), nil, 1
-			case 2:
-				return []byte(f[0]), []byte(f[1]), 2
-			}
-			return nil, nil, 3
-		}
-	}
-	i := 0
-	for n < 3 {
-		for i < len(line) && asciiSpace(line[i]) {
-			i++
-		}
-		if i == len(line) {
-			break
-		}
-		j := i
-		for j < len(line) && !asciiSpace(line[j]) {
-			j++
-		}
-		switch n {
-		case 0:
-			a = line[i:j]
-		case 1:
-			b = line[i:j]
-		}
-		n++
-		i = j
-	}
-	return a, b, n
-}
-
-func asciiSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
-
-var errSyntax = errors.New("invalid syntax")
-
-// parseCounter parses a kernel counter as the cgroup package does:
-// negative values clamp to zero, values beyond int64 saturate.
-func parseCounter(b []byte) (int64, error) {
-	if len(b) > 0 && len(b) <= 18 {
-		var v int64
-		ok := true
-		for _, c := range b {
-			if c < '0' || c > '9' {
-				ok = false
-				break
-			}
-			v = v*10 + int64(c-'0')
-		}
-		if ok {
-			return v, nil
-		}
-	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err == nil {
-		return max(v, 0), nil
-	}
-	if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-		if b[0] == '-' {
-			return 0, nil
-		}
-		return math.MaxInt64, nil
-	}
-	return 0, errSyntax
-}
-
-// parseUsage parses v1 cpuacct.usage (ns) as the cgroup package does: the
-// first 64 bytes, trimmed.
-func parseUsage(b []byte) (int64, error) {
-	if len(b) > 64 {
-		b = b[:64]
-	}
-	b = bytes.TrimSpace(b)
-	v, err := parseCounter(b)
-	if err != nil {
-		return 0, fmt.Errorf("value %q: %w", b, err)
-	}
-	return v, nil
 }

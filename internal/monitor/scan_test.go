@@ -254,8 +254,8 @@ func TestFileOf(t *testing.T) {
 		{&fs.PathError{Op: "read", Path: "/x/cpu.max", Err: fs.ErrPermission}, "cpu.max"},
 		{&fs.PathError{Op: "open", Path: "/x/kubepods.slice", Err: fs.ErrPermission}, "directory"},
 		{&fs.PathError{Op: "readdirent", Path: "/x/cpu.stat.d", Err: fs.ErrPermission}, "directory"},
-		{fmt.Errorf("parse /x/cpu.cfs_quota_us: %w", errSyntax), "cpu.cfs_quota_us"},
-		{fmt.Errorf("parse /x: cpu.cfs_period_us \"\": %w", errSyntax), "cpu.cfs_period_us"},
+		{fmt.Errorf("parse /x/cpu.cfs_quota_us: %w", errors.New("invalid syntax")), "cpu.cfs_quota_us"},
+		{fmt.Errorf("parse /x: cpu.cfs_period_us \"\": %w", errors.New("invalid syntax")), "cpu.cfs_period_us"},
 		{errors.New("something"), "other"},
 	} {
 		if got := fileOf(tc.err); got != tc.want {
