@@ -70,7 +70,27 @@ func TestLabParallelAtQuota(t *testing.T) {
 	needCgroups(t)
 	one := runTrace(t, "--cpus", "1", "parallel", "--threads", "1", "--duration", "5s")
 	checkConsistency(t, one)
+	needEngine(t, one)
+	if one.Summary.NrThrottled > 0 {
+		// A shared 2-CPU machine: something else on the worker's CPU can
+		// delay the period timer's work; measure once more.
+		t.Logf("1 thread under 1 CPU: %d periods throttled; measuring once more", one.Summary.NrThrottled)
+		one = runTrace(t, "--cpus", "1", "parallel", "--threads", "1", "--duration", "5s")
+		checkConsistency(t, one)
+	}
 	assertParallelAtQuota(t, one)
+}
+
+// needEngine: the built-in CPU workloads run in the C engine (make builds
+// it into the binary); a binary without it is a failure in CI.
+func needEngine(t *testing.T, tr traceT) {
+	t.Helper()
+	if tr == nil || tr.Spec.Params["engine"] == "c" {
+		return
+	}
+	if requireTools() {
+		t.Errorf("%s ran with engine %v, want c: build cfsprobe with make (it embeds native/engine)", tr.Spec.Workload, tr.Spec.Params["engine"])
+	}
 }
 
 func assertParallelOverQuota(t *testing.T, limited, free traceT) {
@@ -88,16 +108,14 @@ func assertParallelOverQuota(t *testing.T, limited, free traceT) {
 }
 
 // assertParallelAtQuota: one busy thread under a one-CPU quota. Its demand
-// equals the quota exactly, so the kernel may cut a few microseconds at the
-// end of a period (a period timer firing late, or Go's runtime monitor
-// thread waking on the other CPU); what must not happen is a stall that
-// shows in latency or takes a noticeable share of the run.
+// equals the quota exactly; with nothing but the worker in the group (the
+// C engine) the kernel throttles no period.
 func assertParallelAtQuota(t *testing.T, one traceT) {
 	t.Helper()
 	s := one.Summary
 	t.Logf("1 thread under 1 CPU: %d of %d periods throttled, %.2fms in all", s.NrThrottled, s.NrPeriods, float64(s.ThrottledNs)/1e6)
-	if share := float64(s.ThrottledNs) / float64(s.WallNs); share > 0.01 {
-		t.Errorf("1 thread under 1 CPU: throttled %.2f%% of wall time, want under 1%%", 100*share)
+	if s.NrThrottled != 0 {
+		t.Errorf("1 thread under 1 CPU: %d periods throttled, want none", s.NrThrottled)
 	}
 	if p := s.LatencyNs.P999; p > 5*ms {
 		t.Errorf("1 thread under 1 CPU: p99.9 %.2fms, want under 5ms (no stall)", float64(p)/1e6)
