@@ -4,12 +4,14 @@ package main
 // `$ cfsprobe ...` line of a console block runs (in a temporary directory,
 // under the test parent group), exits as the README shows (2 when the
 // README shows an error, else 0), and prints every labelled summary line
-// the README shows ("run", "limits", "throttled", ...).
+// the README shows ("run", "limits", "throttled", ...). A cfsprobe inside
+// an example's command line is the binary under test.
 
 import (
 	"bufio"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -72,13 +74,20 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatalf("found %d examples in README.md, expected at least 5", len(ex))
 	}
 	dir := t.TempDir()
+	// Examples run cfsprobe inside cfsprobe run (cfsprobe cpus, exec):
+	// the binary under test is the cfsprobe on their PATH.
+	pathDir := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(pathDir, "cfsprobe")); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "PATH="+pathDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	for _, e := range ex {
 		args := e.args
 		if args[0] == "run" || args[0] == "cleanup" {
 			args = append([]string{args[0], "--parent", testParent}, args[1:]...)
 		}
 		cmd := exec.Command(bin, args...)
-		cmd.Dir = dir
+		cmd.Dir, cmd.Env = dir, env
 		r := cfsprobeCmd(t, cmd)
 		want := 0
 		if e.isErr {

@@ -114,7 +114,14 @@ func (v *View) WriteText(w io.Writer) error {
 			cont(s)
 		}
 	}
-	line("recommend", "%d %s (%s, at least 1): %s", v.Recommendation.Threads, plural(v.Recommendation.Threads, "thread"), v.Recommendation.Rule, v.Recommendation.Reason)
+	rec := fmt.Sprintf("%d %s (%s, at least 1): %s", v.Recommendation.Threads, plural(v.Recommendation.Threads, "thread"), v.Recommendation.Rule, v.Recommendation.Reason)
+	for i, s := range wrap(rec, 80-11) {
+		if i == 0 {
+			line("recommend", "%s", s)
+		} else {
+			cont(s)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -157,4 +164,23 @@ func table(rows [][]string) []string {
 		lines[i] = strings.TrimRight(lines[i], " ")
 	}
 	return lines
+}
+
+// wrap breaks text into lines of at most width characters at spaces (a
+// longer word stays whole).
+func wrap(text string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(text) {
+		switch {
+		case cur == "":
+			cur = w
+		case len(cur)+1+len(w) > width:
+			lines = append(lines, cur)
+			cur = w
+		default:
+			cur += " " + w
+		}
+	}
+	return append(lines, cur)
 }
