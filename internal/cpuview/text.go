@@ -76,7 +76,10 @@ func (v *View) WriteText(w io.Writer) error {
 				cont(s)
 			}
 		}
-		if v.AncestorsHidden {
+		switch {
+		case v.AncestorsHidden && v.MountRoot == "/":
+			cont("(a cgroup namespace: the root seen from here is a group; those above it are not visible)")
+		case v.AncestorsHidden:
 			cont(fmt.Sprintf("(the hierarchy is mounted at %s: groups above it are not visible from here)", v.MountRoot))
 		}
 	}

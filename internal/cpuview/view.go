@@ -277,6 +277,11 @@ func (v *View) walk(h *cgroup.Hierarchy, p, dir string) {
 		}
 		dir, p = filepath.Dir(dir), path.Dir(p)
 	}
+	// A cgroup namespace mounts the container's group as "/": on v2 the
+	// real root has no cpu.max, so a root level with one is not the top.
+	if last := v.Levels[len(v.Levels)-1]; h.Version == 2 && (last.QuotaNs != nil || last.Weight > 0) {
+		v.AncestorsHidden = true
+	}
 	for i := range v.Levels {
 		if e := v.Levels[i].Error; e != "" {
 			v.warn("cannot read the quota of %s (%s): that level is left out", v.Levels[i].Cgroup, e)

@@ -57,6 +57,9 @@ var viewCases = []struct {
 	{name: "container-v2", version: 2, group: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5f0c7a2e.slice/cri-containerd-3f9a1c2b.scope",
 		usable: 4, effective: 1.5, ceil: 2, floor: 1, nearest: 2, limitedBy: "quota",
 		tightest: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5f0c7a2e.slice/cri-containerd-3f9a1c2b.scope", levels: 1, hidden: true},
+	// A cgroup namespace: the container's group is mounted as "/".
+	{name: "container-v2-cgroupns", version: 2, group: "/", usable: 4, effective: 1,
+		ceil: 1, floor: 1, nearest: 1, limitedBy: "quota", tightest: "/", levels: 1, hidden: true},
 	// Must show 7: missing information falls back to the CPU count, with a warning.
 	{name: "v1-no-quota", version: 1, group: "/kubepods/pod1/c1", usable: 2, effective: 2,
 		ceil: 2, floor: 2, nearest: 2, limitedBy: "online", levels: 4, warnings: []string{"no CPU quota: the view is the CPU count (2)"}},
