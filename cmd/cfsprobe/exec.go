@@ -65,9 +65,10 @@ Not covered, and what to do:
     but runtime.NumCPU() still counts the host's CPUs.
   - set-user-ID programs ignore LD_PRELOAD; a program that switches user and
     then starts another may not be able to read the library in your cache.
+
 --print-env shows what would be set, without running anything.`,
 		Example: `  cfsprobe exec -- nproc
-  cfsprobe exec --cpus 2 -- make -j"$(nproc)"
+  cfsprobe exec --cpus 2 -- sh -c 'make -j"$(nproc)"'
   cfsprobe exec --round ceil -- java -jar app.jar
   cfsprobe exec --print-env
   sudo cfsprobe run --cpus 1 -- cfsprobe exec -- python3 -c 'import os; print(os.cpu_count())'`,

@@ -72,6 +72,8 @@ operation.
   cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
   cfsprobe run --cpus 1 parallel --threads 2 --duration 5s --json > trace.json
   cfsprobe run --cpus 1 -- sysbench --threads=4 --time=5 cpu run
+  cfsprobe cpus
+  cfsprobe exec -- nproc
   cfsprobe cleanup`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
