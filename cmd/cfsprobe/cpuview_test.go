@@ -616,3 +616,34 @@ func TestRunViewRecorded(t *testing.T) {
 		t.Errorf("--view 2: %+v", v)
 	}
 }
+
+// exec needs no root: as nobody, with a home of its own, the library goes
+// to ~/.cache/cfsprobe and the command sees the view.
+func TestExecWithoutRoot(t *testing.T) {
+	needLibrary(t)
+	hostCPUs(t)
+	cmd := nobodyCmd(t, "exec", "--cpus", "1", "--", "sh", "-c", `echo "$CFSPROBE_CPUS $(nproc) $(getconf _NPROCESSORS_ONLN) $LD_PRELOAD"`)
+	home, err := os.MkdirTemp("", "cfsprobe-nobody-home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	if err := os.Chmod(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	r := cfsprobeCmd(t, cmd)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	f := strings.Fields(r.stdout)
+	if len(f) != 4 || f[0] != "1" || f[1] != "1" || f[2] != "1" || !strings.HasPrefix(f[3], filepath.Join(home, ".cache", "cfsprobe")+"/") {
+		t.Errorf("as nobody the command saw %q, want \"1 1 1 %s/.cache/cfsprobe/...\"\n%s", r.stdout, home, r.stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(home, ".cache", "cfsprobe")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("cache directory: %v %v, want mode 0700", fi, err)
+	}
+}
