@@ -102,15 +102,19 @@ func Merge(environ []string, s Settings) ([]string, []Change) {
 		}
 	}
 	set(EnvCPUs, n)
-	if len(s.Follow) > 0 {
-		if v, err := FollowValue(s.Follow); err == nil {
-			set(EnvFollow, v)
-			r := s.Round
-			if r == "" {
-				r = Floor
-			}
-			set(EnvRound, string(r))
+	follow, err := FollowValue(s.Follow)
+	switch {
+	case len(s.Follow) > 0 && err == nil:
+		set(EnvFollow, follow)
+		r := s.Round
+		if r == "" {
+			r = Floor
 		}
+		set(EnvRound, string(r))
+	case env.get(EnvFollow) != "":
+		// A fixed view inside a followed one (exec --cpus N under exec
+		// auto): the outer list would override N.
+		set(EnvFollow, "")
 	}
 	if s.Debug {
 		set(EnvDebug, "1")

@@ -108,6 +108,12 @@ func TestMergeFollow(t *testing.T) {
 	if m[EnvRound] != "ceil" || m[EnvDebug] != "1" {
 		t.Errorf("round %q debug %q", m[EnvRound], m[EnvDebug])
 	}
+	// A fixed view under a followed one empties the list (the library
+	// ignores an empty one).
+	env, _ = Merge(env, Settings{CPUs: 3})
+	if m := envMap(env); m[EnvFollow] != "" || m[EnvCPUs] != "3" {
+		t.Errorf("fixed view inside a followed one: %s=%q %s=%q", EnvFollow, m[EnvFollow], EnvCPUs, m[EnvCPUs])
+	}
 	if _, err := FollowValue([]FollowDir{{2, "/sys/fs/cgroup/a:b"}}); err == nil {
 		t.Error("a ':' in a directory: want an error")
 	}
