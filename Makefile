@@ -8,18 +8,48 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # Debian packages the tests use: sysbench (external-command tests), and
 # qemu + a stock kernel + busybox + cpio (cgroup v2 guest), chromium (report
-# tests and make screenshot), tmux (cfsprobe top in a real terminal).
-APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux
+# tests and make screenshot), tmux (cfsprobe top in a real terminal), gcc,
+# g++ and libc6-dev (the cpuview preload library and its C/C++ tests), nginx
+# (worker_processes auto under the CPU view).
+APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx
 GOSRC := $(shell find . -name '*.go' -not -path './bin/*' 2>/dev/null) go.mod go.sum
+# The cpuview preload library (native/cpuview/README.md). internal/cpuview
+# embeds the directory it is built into, so every target that compiles Go
+# code builds it first. PRELOAD_ASAN is the ASan/UBSan build the tests use.
+PRELOAD := internal/cpuview/preload/libcfsprobe-cpuview.so
+PRELOAD_ASAN := build/cpuview/asan/libcfsprobe-cpuview.so
+PRELOAD_SRC := native/cpuview/cpuview.c native/cpuview/cpuview.map
+PRELOAD_CFLAGS := -std=gnu11 -fPIC -shared -Wall -Wextra -Werror -fvisibility=hidden
+PRELOAD_LDFLAGS := -Wl,--version-script=native/cpuview/cpuview.map -Wl,-z,defs -Wl,-z,now -ldl -lpthread
+PRELOAD_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-.PHONY: all build deps test test-unit test-v2 lint fuzz bench demo screenshot clean
+.PHONY: all build deps test test-unit test-v2 test-preload preload lint fuzz bench demo screenshot clean
 
 all: build
 
 build: $(BIN)
 
-$(BIN): $(GOSRC)
+$(BIN): $(GOSRC) $(PRELOAD)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/cfsprobe
+
+preload: $(PRELOAD)
+
+$(PRELOAD): $(PRELOAD_SRC)
+	@command -v $(CC) >/dev/null || $(MAKE) deps
+	$(CC) $(PRELOAD_CFLAGS) -O2 -o $@ native/cpuview/cpuview.c $(PRELOAD_LDFLAGS)
+
+$(PRELOAD_ASAN): $(PRELOAD_SRC)
+	@command -v $(CC) >/dev/null || $(MAKE) deps
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -O1 -g $(PRELOAD_SAN) -o $@ native/cpuview/cpuview.c $(PRELOAD_LDFLAGS)
+
+# test-preload runs the library's C tests: each door without and with the
+# library, the follow and stress tests, the ASan/UBSan build, and real
+# programs (nproc, getconf, python3, nginx, ...).
+test-preload: $(PRELOAD) $(PRELOAD_ASAN)
+	@command -v $(CXX) >/dev/null || $(MAKE) deps
+	LIB=$(PRELOAD) LIB_ASAN=$(PRELOAD_ASAN) BUILD=build/cpuview/tests CC=$(CC) CXX=$(CXX) \
+		./native/cpuview/tests/run.sh
 
 # deps installs missing Debian packages (needs root) and Go modules.
 deps:
@@ -33,23 +63,23 @@ deps:
 	$(GO) mod download
 
 # test runs every test: lint, unit and integration tests on this host's
-# cgroups (with the race detector), brief fuzzing of every parser, and the
-# cgroup v2 tests in a qemu guest.
-test: deps lint test-unit fuzz test-v2
+# cgroups (with the race detector), the preload library's C tests, brief
+# fuzzing of every parser, and the cgroup v2 tests in a qemu guest.
+test: deps lint test-unit test-preload fuzz test-v2
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.
-test-unit:
+test-unit: preload
 	$(GO) test -race -p 1 -count=1 -timeout 30m ./...
 
-lint:
+lint: preload
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 # Each parser's fuzz target runs briefly here; bench/ runs them long.
 FUZZTIME ?= 5s
-fuzz:
+fuzz: preload
 	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
 	for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
@@ -81,4 +111,4 @@ screenshot: deps
 		-screenshot=$(CURDIR)/docs/report.png $(if $(SCREENSHOT_TRACES),-screenshot-traces=$(abspath $(SCREENSHOT_TRACES)))
 
 clean:
-	rm -rf bin build
+	rm -rf bin build $(PRELOAD)
