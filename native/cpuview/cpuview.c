@@ -225,8 +225,8 @@ static void trim(unsigned char *m, size_t len, int keep)
 	}
 }
 
-/* The calling thread's real affinity mask: on the stack for up to 1024
- * CPUs, in an mmap'd buffer (no malloc) for bigger machines. */
+/* A real affinity mask (pid 0: the calling thread's): on the stack for up
+ * to 1024 CPUs, in an mmap'd buffer (no malloc) for bigger machines. */
 struct maskbuf {
 	unsigned char *p;
 	size_t len;    /* bytes the kernel wrote */
@@ -234,9 +234,9 @@ struct maskbuf {
 	unsigned char small[128];
 };
 
-static int mask_get(struct maskbuf *mb)
+static int mask_get(struct maskbuf *mb, pid_t pid)
 {
-	long r = syscall(SYS_sched_getaffinity, 0, sizeof mb->small, mb->small);
+	long r = syscall(SYS_sched_getaffinity, pid, sizeof mb->small, mb->small);
 	mb->maplen = 0;
 	if (r > 0) {
 		mb->p = mb->small;
@@ -249,7 +249,7 @@ static int mask_get(struct maskbuf *mb)
 	void *p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
-	r = syscall(SYS_sched_getaffinity, 0, sz, p);
+	r = syscall(SYS_sched_getaffinity, pid, sz, p);
 	if (r <= 0) {
 		munmap(p, sz);
 		return -1;
@@ -266,10 +266,13 @@ static void mask_put(struct maskbuf *mb)
 		munmap(mb->p, mb->maplen);
 }
 
+/* real_count: the CPUs in the process's mask, that is its main thread's
+ * (not the caller's: a worker that pinned itself to one CPU must not shrink
+ * everyone's view). */
 static int real_count(void)
 {
 	struct maskbuf mb;
-	if (mask_get(&mb))
+	if (mask_get(&mb, getpid()) && mask_get(&mb, 0))
 		return -1;
 	int n = count_bits(mb.p, mb.len);
 	mask_put(&mb);
@@ -771,7 +774,7 @@ static void w_uint(struct writer *w, size_t v)
 static int fill_list(int fd)
 {
 	struct maskbuf mb;
-	if (mask_get(&mb))
+	if (mask_get(&mb, 0))
 		return -1;
 	trim(mb.p, mb.len, view_n());
 	struct writer w = {.fd = fd};
@@ -834,7 +837,7 @@ static long block_cpu(const char *b, size_t len)
 static int fill_cpuinfo(int fd)
 {
 	struct maskbuf mb;
-	if (mask_get(&mb))
+	if (mask_get(&mb, 0))
 		return -1;
 	trim(mb.p, mb.len, view_n());
 	int rc = -1;

@@ -6,7 +6,8 @@
  * wrong answer, crash, deadlock (run.sh puts a timeout on us) or sanitizer
  * report fails. With STRESS_FLIP=<cpu.max path>, one more thread rewrites
  * that file (atomically, between two quotas that round to the same N) so
- * that refreshes run concurrently with everything else. */
+ * that refreshes run concurrently with everything else. One more thread
+ * forks children that check the answers too. */
 #include "common.h"
 #include <pthread.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 
 extern int __open_2(const char *path, int flags);
@@ -22,7 +24,7 @@ extern int __openat64_2(int dfd, const char *path, int flags);
 static long want_onln, want_conf, want_aff;
 static const char *want_online, *want_cpuinfo;
 static atomic_int stop;
-static atomic_long calls, sig_calls, sigs;
+static atomic_long calls, sig_calls, sigs, forks;
 static atomic_long bad[32];
 static const char *bad_name[32];
 
@@ -202,6 +204,38 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* forker: children forked in the middle of it all (another thread may hold
+ * the refresh flag at that moment) must get the same answers. */
+static void *forker(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			char b[256];
+			cpu_set_t s;
+			int ok = sysconf(_SC_NPROCESSORS_ONLN) == want_onln && get_nprocs() == want_onln &&
+				 sched_getaffinity(0, sizeof s, &s) == 0 && CPU_COUNT(&s) == want_aff;
+			int fd = open("/sys/devices/system/cpu/online", O_RDONLY);
+			ok = ok && fd >= 0 && read_all(fd, b, sizeof b) > 0 && list_count(b) == want_aff;
+			_exit(ok ? 0 : 1);
+		}
+		if (pid < 0) {
+			BAD(23, "fork failed");
+			break;
+		}
+		int st;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			BAD(24, "a forked child got wrong answers");
+		atomic_fetch_add(&forks, 1);
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 static const char *flip_path;
 
 static void *flipper(void *arg)
@@ -248,13 +282,14 @@ int main(void)
 	struct itimerval it = {{0, 200}, {0, 200}};
 	setitimer(ITIMER_REAL, &it, NULL);
 
-	pthread_t th[65], fl;
+	pthread_t th[65], fl, fk;
 	if (nthreads < 1 || nthreads > 64)
 		nthreads = 8;
 	for (long i = 0; i < nthreads; i++)
 		pthread_create(&th[i], NULL, worker, (void *)i);
 	if (flip_path)
 		pthread_create(&fl, NULL, flipper, NULL);
+	pthread_create(&fk, NULL, forker, NULL);
 	struct timespec ts = {(time_t)secs, (long)((secs - (time_t)secs) * 1e9)};
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
@@ -263,6 +298,7 @@ int main(void)
 		pthread_join(th[i], NULL);
 	if (flip_path)
 		pthread_join(fl, NULL);
+	pthread_join(fk, NULL);
 	struct itimerval off = {{0, 0}, {0, 0}};
 	setitimer(ITIMER_REAL, &off, NULL);
 
@@ -274,8 +310,9 @@ int main(void)
 			total += b;
 		}
 	}
-	printf("     stress: %d threads, %.1f s, %ld calls in threads, %ld signals handled (%ld calls in the handler)%s\n",
-	       nthreads, secs, atomic_load(&calls), atomic_load(&sigs), atomic_load(&sig_calls),
+	printf("     stress: %d threads, %.1f s, %ld calls in threads, %ld signals handled (%ld calls in the handler), "
+	       "%ld children forked%s\n",
+	       nthreads, secs, atomic_load(&calls), atomic_load(&sigs), atomic_load(&sig_calls), atomic_load(&forks),
 	       flip_path ? ", quota file rewritten every 5 ms" : "");
 	check_true("every answer right", total == 0);
 	check_true("the signal handler ran at least 100 times", atomic_load(&sigs) >= 100);
