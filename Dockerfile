@@ -11,15 +11,16 @@
 
 # go.mod asks for go 1.26.8; golang:1.26 is the newest 1.26 release (pull it
 # again if a cached one is older).
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+# The build stage runs on the target platform (under emulation for the
+# other architecture): the binary embeds two C programs (the workloads' engine
+# and the cpuview preload library) that the image's gcc builds natively.
+FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG TARGETOS
-ARG TARGETARCH
 ARG VERSION=dev
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+RUN make native && CGO_ENABLED=0 \
     go build -trimpath \
       -ldflags "-s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=${VERSION}" \
       -o /out/cfsprobe ./cmd/cfsprobe

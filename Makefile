@@ -22,17 +22,32 @@ PRELOAD_SRC := native/cpuview/cpuview.c native/cpuview/cpuview.map
 PRELOAD_CFLAGS := -std=gnu11 -fPIC -shared -Wall -Wextra -Werror -fvisibility=hidden
 PRELOAD_LDFLAGS := -Wl,--version-script=native/cpuview/cpuview.map -Wl,-z,defs -Wl,-z,now -ldl -lpthread
 PRELOAD_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# The C engine of the CPU-bound workloads (native/engine/engine.c): a static
+# program embedded by internal/workload, so that nothing but the workers
+# runs in the measured group.
+ENGINE := internal/workload/engine/cfsprobe-engine
+ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
+# Everything Go code embeds.
+NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build deps test test-unit test-v2 test-preload preload lint fuzz bench demo screenshot clean
+.PHONY: all build deps test test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
 build: $(BIN)
 
-$(BIN): $(GOSRC) $(PRELOAD)
+$(BIN): $(GOSRC) $(NATIVE)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/cfsprobe
 
+native: $(NATIVE)
+
 preload: $(PRELOAD)
+
+engine: $(ENGINE)
+
+$(ENGINE): native/engine/engine.c
+	@command -v $(CC) >/dev/null || $(MAKE) deps
+	$(CC) $(ENGINE_CFLAGS) -o $@ native/engine/engine.c -lm -lpthread
 
 $(PRELOAD): $(PRELOAD_SRC)
 	@command -v $(CC) >/dev/null || $(MAKE) deps
@@ -69,17 +84,17 @@ test: deps lint test-unit test-preload fuzz test-v2
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.
-test-unit: preload
+test-unit: native
 	$(GO) test -race -p 1 -count=1 -timeout 30m ./...
 
-lint: preload
+lint: native
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './bin/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 # Each parser's fuzz target runs briefly here; bench/ runs them long.
 FUZZTIME ?= 5s
-fuzz: preload
+fuzz: native
 	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
 	for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
@@ -92,7 +107,7 @@ fuzz: preload
 		done; \
 	done
 
-test-v2: deps
+test-v2: deps native
 	./test/vm/run.sh
 
 demo: deps build
@@ -106,9 +121,9 @@ bench: deps build
 # It fails rather than skips when Chromium is missing.
 # SCREENSHOT_TRACES=DIR renders the traces of DIR (a suite's --out) instead.
 SCREENSHOT_TRACES ?=
-screenshot: deps
+screenshot: deps native
 	CFSPROBE_REQUIRE_CGROUPS=1 $(GO) test -count=1 -run '^TestScreenshot$$' ./internal/report -args \
 		-screenshot=$(CURDIR)/docs/report.png $(if $(SCREENSHOT_TRACES),-screenshot-traces=$(abspath $(SCREENSHOT_TRACES)))
 
 clean:
-	rm -rf bin build $(PRELOAD)
+	rm -rf bin build $(NATIVE)
