@@ -28,7 +28,7 @@ func TestDockerfile(t *testing.T) {
 	if !debug {
 		t.Errorf("no debug stage: check-daemonset*.yaml needs its shell")
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "./cmd/cfsprobe", "USER 65534", `ENTRYPOINT ["/cfsprobe"]`} {
+	for _, want := range []string{"make native", "CGO_ENABLED=0", "-trimpath", "./cmd/cfsprobe", "USER 65534", `ENTRYPOINT ["/cfsprobe"]`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("Dockerfile lacks %s", want)
 		}
@@ -42,7 +42,7 @@ func TestDockerfile(t *testing.T) {
 		if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "!") {
 			continue
 		}
-		for _, need := range []string{"go.mod", "go.sum", "cmd", "internal"} {
+		for _, need := range []string{"go.mod", "go.sum", "cmd", "internal", "native", "Makefile"} {
 			if l == need || strings.HasPrefix(need, strings.TrimSuffix(l, "/")+"/") || l == "*" || l == "**" {
 				t.Errorf(".dockerignore excludes %s (pattern %q), which the build needs", need, l)
 			}
