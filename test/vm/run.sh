@@ -11,23 +11,17 @@
 # streamed to stdout and kept in build/vm/console.log.
 #
 # Environment:
-#   CFSPROBE_VM_TESTS    -test.run regexp. The default is what holds under
-#                        software emulation on a 2-CPU host: the bursty lab
-#                        test, top and the exporter on a real throttled
-#                        group. Four more are worth running by hand and fail
-#                        or flake in the guest: TestLabParallelOverQuota
-#                        (throttling and the 50 ms tail hold; the unlimited
-#                        run's p99.9 is 5-10 ms of emulation jitter, so the
-#                        5x ratio lands at 4.97x to 10x), TestSuiteBurst
-#                        (the workload averages 0.18 CPUs under 0.2: the Go
-#                        runtime's cost under emulation drains the burst bank
-#                        in some runs),
-#                        TestSuiteBurstyLimits (B, a workload that needs
-#                        exactly its 50 % quota, is throttled in about a third
-#                        of its periods: the Go runtime's own context switches
-#                        cost ~50x more under emulation and push it over) and
-#                        TestLabParallelAtQuota (one thread at exactly its
-#                        quota; same reason).
+#   CFSPROBE_VM_TESTS    -test.run regexp. The default is what issues 2-4
+#                        ask of cgroup v2: the lab's bursty and parallel
+#                        tests (over and at the quota), the bursty-limits
+#                        and burst suites, top and the exporter on a real
+#                        throttled group. The workloads run in the C engine:
+#                        under software emulation the Go runtime's own
+#                        context switches cost ~50x more and used to push
+#                        workloads that need exactly their quota over it.
+#                        The host should be otherwise idle: qemu's vCPU
+#                        threads share its 2 CPUs, and a busy host shows in
+#                        the guest as stalls of tens of ms.
 #   CFSPROBE_VM_KERNEL   kernel image (default: the newest /boot/vmlinuz-*)
 #   CFSPROBE_VM_TIMEOUT  seconds before the guest is killed (default 900)
 #   CFSPROBE_VM_SMP, CFSPROBE_VM_MEM, CFSPROBE_VM_APPEND  guest CPUs, MiB,
@@ -41,7 +35,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 
-tests=${CFSPROBE_VM_TESTS:-'TestLabBurstyOverQuota|TestTopOnceJSONRealCgroups|TestExporterRealThrottledGroup'}
+tests=${CFSPROBE_VM_TESTS:-'TestLabBurstyOverQuota|TestLabParallelOverQuota|TestLabParallelAtQuota|TestSuiteBurstyLimits|TestSuiteBurst$|TestTopOnceJSONRealCgroups|TestExporterRealThrottledGroup'}
 vm_timeout=${CFSPROBE_VM_TIMEOUT:-900}
 smp=${CFSPROBE_VM_SMP:-2}
 mem=${CFSPROBE_VM_MEM:-1024}
