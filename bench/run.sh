@@ -10,6 +10,13 @@
 #              per-period sampler, memory under churn, Kubernetes-shaped
 #              trees (bench/exporter). EXPORTER_ARGS passes flags, e.g.
 #              EXPORTER_ARGS=-quick for a smoke test.
+#   cpuview-nginx
+#              seed 004's Exp2 (root, about 5 minutes): nginx with
+#              worker_processes auto under a quota of half the host's
+#              CPUs, loaded by wrk, with no CPU view, cfsprobe exec views
+#              of the quota, twice and half of it, and LXCFS; then under
+#              all the host's CPUs with and without a view of half
+#              (bench/cpuview-nginx.sh; REPS, DURATION, CASES pass through).
 #
 # `make bench` builds bin/cfsprobe and runs every section.
 set -euo pipefail
@@ -17,7 +24,7 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 RESULTS=bench/RESULTS.md
-all=(exporter)
+all=(exporter cpuview-nginx)
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=("${all[@]}")
 
@@ -55,9 +62,21 @@ bench_exporter() {
 	rm -f "$out"
 }
 
+bench_cpuview_nginx() {
+	local out
+	out=$(mktemp)
+	if ! ./bench/cpuview-nginx.sh >"$out"; then
+		rm -f "$out"
+		return 1
+	fi
+	record cpuview-nginx "$out"
+	rm -f "$out"
+}
+
 for s in "${sections[@]}"; do
 	case $s in
 	exporter) bench_exporter ;;
+	cpuview-nginx) bench_cpuview_nginx ;;
 	*)
 		echo "bench: no section $s (sections: ${all[*]})" >&2
 		exit 2
