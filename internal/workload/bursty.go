@@ -23,7 +23,11 @@ on+off is a multiple of it.
 
 The workers run in the small static C program embedded in cfsprobe (see
 cfsprobe run parallel --help; spec.params.engine in the trace), so that the
-group's CPU time is the bursts' and nothing else.
+group's CPU time is the bursts' and nothing else. With fewer threads than
+usable CPUs the process keeps to that many CPUs, the last ones (--pin=false
+turns this off): a thread that wakes on another CPU than the one it slept on
+makes that CPU take a slice of the quota, while the CPU it left keeps up to
+a millisecond of it unused until the end of the period.
 
 Example: cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
 `,
@@ -36,6 +40,7 @@ Example: cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
 			fs.DurationVar(&b.duration, "duration", 5*time.Second, "how long to run")
 			fs.IntVar(&b.threads, "threads", 1, "threads, each running the same pattern")
 			fs.Uint64Var(&b.seed, "seed", 1, "random seed for --jitter")
+			fs.BoolVar(&b.pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs, the last ones")
 			return func() (Workload, error) {
 				switch {
 				case b.on <= 0 && b.onCPU <= 0:
@@ -60,16 +65,20 @@ type bursty struct {
 	on, onCPU, off, jitter, duration time.Duration
 	threads                          int
 	seed                             uint64
+	pin                              bool
 }
 
 func (b *bursty) Name() string { return "bursty" }
 func (b *bursty) Op() string   { return "burst" }
 func (b *bursty) Params() map[string]any {
-	return map[string]any{"on_ns": b.on, "on_cpu_ns": b.onCPU, "off_ns": b.off, "jitter_ns": b.jitter, "duration_ns": b.duration, "threads": b.threads}
+	return map[string]any{"on_ns": b.on, "on_cpu_ns": b.onCPU, "off_ns": b.off, "jitter_ns": b.jitter, "duration_ns": b.duration, "threads": b.threads, "pin": b.pin}
 }
 
 func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 	lock := startWorkers(b.threads, b.onCPU > 0)
+	if b.pin {
+		pinProcess(b.threads)
+	}
 	deadline := time.Now().Add(b.duration)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -143,10 +143,14 @@ func (p *parallel) NativeArgs() []string {
 // from another generator than the Go workload's: the same distribution,
 // not the same sequence.
 func (b *bursty) NativeArgs() []string {
+	pin := "0"
+	if b.pin {
+		pin = "1"
+	}
 	return []string{"bursty", strconv.Itoa(b.threads), strconv.FormatInt(int64(b.duration), 10),
 		strconv.FormatInt(int64(b.on), 10), strconv.FormatInt(int64(b.onCPU), 10),
 		strconv.FormatInt(int64(b.off), 10), strconv.FormatInt(int64(b.jitter), 10),
-		strconv.FormatUint(b.seed, 10)}
+		strconv.FormatUint(b.seed, 10), pin}
 }
 
 var engineMagic = []byte("CFSPENG2")

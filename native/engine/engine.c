@@ -12,7 +12,7 @@
  * it in place of the Go workload when it can (internal/workload/engine.go).
  *
  *   cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN
- *   cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED
+ *   cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED PIN
  *
  * parallel: each worker repeats sysbench cpu's event (count primes below
  * MAX_PRIME by trial division) and times it with CLOCK_MONOTONIC (vDSO: no
@@ -20,6 +20,8 @@
  * bursty: each worker busy-waits for ON_NS of wall time (or, with ON_CPU_NS
  * > 0, until it has spent that much thread CPU time), then sleeps OFF_NS
  * plus a uniform random [-JITTER_NS, +JITTER_NS], until DURATION_NS.
+ * PIN (both): with fewer threads than CPUs in the affinity mask, keep the
+ * process on that many CPUs (the last ones).
  *
  * Records stay in memory until the end; then the result goes to the
  * descriptor named by CFSPROBE_RESULT_FD in this format (all integers
@@ -224,7 +226,7 @@ static int parse(const char *s, int64_t min, int64_t *out)
 static void usage(void)
 {
 	fprintf(stderr, "usage: cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN\n"
-			"       cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED\n");
+			"       cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED PIN\n");
 }
 
 int main(int argc, char **argv)
@@ -237,12 +239,12 @@ int main(int argc, char **argv)
 			usage();
 			return 2;
 		}
-	} else if (argc == 9 && strcmp(argv[1], "bursty") == 0) {
+	} else if (argc == 10 && strcmp(argv[1], "bursty") == 0) {
 		fn = burst_work;
 		if (parse(argv[2], 1, &threads) || threads > 4096 || parse(argv[3], 1, &duration) ||
 		    parse(argv[4], 0, &on_ns) || parse(argv[5], 0, &on_cpu_ns) || on_ns + on_cpu_ns == 0 ||
 		    parse(argv[6], 0, &off_ns) || parse(argv[7], 0, &jitter_ns) || jitter_ns > off_ns ||
-		    parse(argv[8], 0, &seed)) {
+		    parse(argv[8], 0, &seed) || parse(argv[9], 0, &pin)) {
 			usage();
 			return 2;
 		}
