@@ -122,6 +122,9 @@ func runExec(c *cobra.Command, f *execFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range plan.ForProgram(path, os.Environ()) {
+		fmt.Fprintln(os.Stderr, "cfsprobe exec: warning:", w)
+	}
 	err = syscall.Exec(path, args, plan.Env)
 	// Only reached when execve failed.
 	code := 126

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -132,9 +133,6 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 		Limits: lim, Parent: f.parent, ProcRoot: f.procRoot, FSRoot: f.fsRoot,
 		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, SampleInterval: f.sampleInterval,
 	}
-	if err := f.applyView(c, &cfg); err != nil {
-		return err
-	}
 	if f.json {
 		cfg.Stdout = os.Stderr // stdout carries the trace
 	}
@@ -149,6 +147,9 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 		if dash > 0 { // "periodic -- --burn 5ms": the dash is not a command here
 			cfg.WorkloadArgs = append(args[1:dash:dash], args[dash:]...)
 		}
+	}
+	if err := f.applyView(c, &cfg); err != nil {
+		return err
 	}
 	if cfg.Workload != "" {
 		for _, a := range cfg.WorkloadArgs {
@@ -257,7 +258,13 @@ func (f *runFlags) applyView(c *cobra.Command, cfg *lab.Config) error {
 		CPUs: n, Round: round, Limits: &lim, ProcRoot: f.procRoot, FSRoot: f.fsRoot,
 		Environ: os.Environ(), Library: cpuview.Library(), CacheDirs: cpuview.CacheDirs(os.Getenv),
 	})
-	for _, w := range plan.Warnings {
+	warnings := plan.Warnings
+	if len(cfg.Command) > 0 {
+		if path, err := exec.LookPath(cfg.Command[0]); err == nil {
+			warnings = append(warnings, plan.ForProgram(path, os.Environ())...)
+		}
+	}
+	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, "cfsprobe run: warning: --view:", w)
 	}
 	cfg.Env = append(cfg.Env, cpuview.Assignments(plan.Changes)...)
