@@ -93,6 +93,11 @@ lint: native
 	$(GO) vet ./...
 
 # Each parser's fuzz target runs briefly here; bench/ runs them long.
+# Go 1.26's fuzz coordinator can report "context deadline exceeded" as a
+# failure when -fuzztime runs out while a worker is mid-call
+# (golang/go#75804, fixed in Go 1.27): such a run wrote no failing input and
+# is not a failure. Any other failure runs once more (a failing input saved
+# under testdata/fuzz fails again).
 FUZZTIME ?= 5s
 fuzz: native
 	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
@@ -100,6 +105,10 @@ fuzz: native
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "fuzz $$pkg $$f"; \
 			if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
+				if grep -q 'context deadline exceeded' $$log && ! grep -qE 'Failing input written|panic:|_test.go:[0-9]+:' $$log; then \
+					echo "fuzz $$f: the fuzzer stopped at -fuzztime with \"context deadline exceeded\" and no failing input (golang/go#75804): not a failure"; \
+					continue; \
+				fi; \
 				tail -30 $$log; \
 				echo "fuzz $$f failed; running it once more (a crash found is saved under testdata/fuzz and fails again)"; \
 				$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || { tail -50 $$log; exit 1; }; \
