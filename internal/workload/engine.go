@@ -17,7 +17,7 @@ import (
 )
 
 // The C engine (native/engine/engine.c, built by `make engine`): the
-// parallel and bursty workloads as a static program with nothing but its
+// built-in workloads as a static program with nothing but its
 // worker threads. A Go process has runtime threads beside its workers;
 // with demand exactly at the quota (one busy thread under a 1-CPU quota)
 // their bit of CPU makes the kernel throttle a few periods by a
@@ -151,6 +151,18 @@ func (b *bursty) NativeArgs() []string {
 		strconv.FormatInt(int64(b.on), 10), strconv.FormatInt(int64(b.onCPU), 10),
 		strconv.FormatInt(int64(b.off), 10), strconv.FormatInt(int64(b.jitter), 10),
 		strconv.FormatUint(b.seed, 10), pin}
+}
+
+// NativeArgs runs the periodic workload in the C engine; it prints the
+// same line per burn.
+func (p *periodic) NativeArgs() []string {
+	quiet := "0"
+	if p.quiet {
+		quiet = "1"
+	}
+	return []string{"periodic", strconv.Itoa(p.threads), strconv.Itoa(p.iterations),
+		strconv.FormatInt(int64(p.burn), 10), strconv.FormatInt(int64(p.burnCPU), 10),
+		strconv.FormatInt(int64(p.sleep), 10), quiet}
 }
 
 var engineMagic = []byte("CFSPENG2")

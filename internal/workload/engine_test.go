@@ -3,8 +3,11 @@ package workload
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +170,29 @@ func TestEngineRuns(t *testing.T) {
 	if bres.Throughput != nil {
 		t.Error("bursty: the engine's result has throughput buckets")
 	}
+	// periodic: 3 burns of 2 ms of thread CPU time, 1 ms apart, one line
+	// each in the Go workload's format.
+	pw := &periodic{burnCPU: 2 * time.Millisecond, sleep: time.Millisecond, iterations: 3, threads: 1}
+	var lines strings.Builder
+	pres := runEngineOut(t, path, pw, &lines)
+	if c := pres.Latency.Count; c != 3 {
+		t.Errorf("periodic: %d burns, want 3", c)
+	}
+	for _, s := range pres.Latency.Samples {
+		if s.CPUNs < int64(2*time.Millisecond) || s.WallNs < s.CPUNs-int64(100*time.Microsecond) {
+			t.Errorf("periodic: burn of %v wall, %v CPU, want at least 2ms of CPU", time.Duration(s.WallNs), time.Duration(s.CPUNs))
+		}
+	}
+	out := strings.Split(strings.TrimSpace(lines.String()), "\n")
+	line := regexp.MustCompile(`^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d \[(\d)\] burn took \d+ms, real time so far: \d+ms, cpu time so far: \d+ms$`)
+	for i, l := range out {
+		if m := line.FindStringSubmatch(l); m == nil || m[1] != strconv.Itoa(i) {
+			t.Errorf("periodic: line %d %q does not match the Go workload's format", i, l)
+		}
+	}
+	if len(out) != 3 {
+		t.Errorf("periodic printed %d lines, want 3:\n%s", len(out), lines.String())
+	}
 	// Bad arguments: exit 2 with usage.
 	bad := exec.Command(path, "parallel", "0", "1", "3", "0", "0")
 	if err := bad.Run(); bad.ProcessState == nil || bad.ProcessState.ExitCode() != 2 {
@@ -175,6 +201,11 @@ func TestEngineRuns(t *testing.T) {
 }
 
 func runEngine(t *testing.T, path string, w Workload) *Result {
+	t.Helper()
+	return runEngineOut(t, path, w, nil)
+}
+
+func runEngineOut(t *testing.T, path string, w Workload, stdout io.Writer) *Result {
 	t.Helper()
 	r, wr, err := os.Pipe()
 	if err != nil {
@@ -186,6 +217,7 @@ func runEngine(t *testing.T, path string, w Workload) *Result {
 	cmd.Env = append(os.Environ(), ResultFDEnv+"=3")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	cmd.Stdout = stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

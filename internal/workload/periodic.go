@@ -20,6 +20,10 @@ the CPU time so far. Under a quota that the workload stays far below, every
 burn should take --burn; a kernel that throttles such a group shows burns of
 about one period (100 ms) instead.
 
+The loop runs in the small static C program embedded in cfsprobe (see
+cfsprobe run parallel --help; spec.params.engine in the trace), so that
+nothing else of the workload's process competes with a burn.
+
 Example: cfsprobe run --cpus 0.2 periodic --burn 5ms --sleep 100ms --iterations 50
 `,
 		func(fs *pflag.FlagSet) func() (Workload, error) {

@@ -13,6 +13,7 @@
  *
  *   cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN
  *   cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED PIN
+ *   cfsprobe-engine periodic THREADS ITERATIONS BURN_NS BURN_CPU_NS SLEEP_NS QUIET
  *
  * parallel: each worker repeats sysbench cpu's event (count primes below
  * MAX_PRIME by trial division) and times it with CLOCK_MONOTONIC (vDSO: no
@@ -20,7 +21,11 @@
  * bursty: each worker busy-waits for ON_NS of wall time (or, with ON_CPU_NS
  * > 0, until it has spent that much thread CPU time), then sleeps OFF_NS
  * plus a uniform random [-JITTER_NS, +JITTER_NS], until DURATION_NS.
- * PIN (both): with fewer threads than CPUs in the affinity mask, keep the
+ * periodic: each worker burns like a bursty one (BURN_NS of wall time or
+ * BURN_CPU_NS of thread CPU time), prints a line about it unless QUIET (the
+ * "Overly aggressive CFS" program's output), sleeps SLEEP_NS, ITERATIONS
+ * times.
+ * PIN (parallel, bursty): with fewer threads than CPUs in the affinity mask, keep the
  * process on that many CPUs (the last ones).
  *
  * Records stay in memory until the end; then the result goes to the
@@ -61,9 +66,12 @@ struct worker {
 
 static int64_t deadline, max_prime, events;
 static int64_t on_ns, on_cpu_ns, off_ns, jitter_ns, seed;
+static int64_t iterations, quiet, run_start;
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_llong done_events;
 static volatile uint64_t sink;
 static struct worker *workers;
+static int64_t nworkers;
 
 static int64_t mono(void)
 {
@@ -138,6 +146,9 @@ static uint64_t next_rand(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+static int64_t burn_for(uint64_t *x, int64_t t0);
+static void sleep_ns(int64_t ns);
+
 static void *burst_work(void *arg)
 {
 	struct worker *w = arg;
@@ -146,19 +157,7 @@ static void *burst_work(void *arg)
 		int64_t t0 = mono();
 		if (t0 >= deadline)
 			break;
-		int64_t c0 = thread_cpu();
-		for (;;) {
-			x = burn_chunk(x);
-			if (on_cpu_ns > 0) {
-				if (thread_cpu() - c0 >= on_cpu_ns)
-					break;
-			} else if (mono() - t0 >= on_ns) {
-				break;
-			}
-		}
-		/* CPU clock (a system call, where a throttled task may be
-		 * stopped) before the wall clock, so that a stall counts. */
-		int64_t cpu = thread_cpu() - c0;
+		int64_t cpu = burn_for(&x, t0);
 		int64_t t1 = mono();
 		if (w->n < w->cap) {
 			w->recs[w->n] = (struct rec){t0, t1 - t0, cpu};
@@ -172,9 +171,79 @@ static void *burst_work(void *arg)
 		int64_t rest = deadline - mono();
 		if (rest < off)
 			off = rest > 0 ? rest : 0;
-		struct timespec ts = {off / 1000000000, off % 1000000000};
-		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-			;
+		sleep_ns(off);
+	}
+	w->primes = x;
+	return NULL;
+}
+
+static int64_t process_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Busy until on_ns of wall time (or on_cpu_ns of thread CPU time) has
+ * passed since t0; returns the thread CPU time spent. */
+static int64_t burn_for(uint64_t *x, int64_t t0)
+{
+	int64_t c0 = thread_cpu();
+	for (;;) {
+		*x = burn_chunk(*x);
+		if (on_cpu_ns > 0) {
+			if (thread_cpu() - c0 >= on_cpu_ns)
+				break;
+		} else if (mono() - t0 >= on_ns) {
+			break;
+		}
+	}
+	/* CPU clock (a system call, where a throttled task may be stopped)
+	 * before the wall clock, so that a stall counts. */
+	return thread_cpu() - c0;
+}
+
+static void sleep_ns(int64_t ns)
+{
+	struct timespec ts = {ns / 1000000000, ns % 1000000000};
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+}
+
+static void *periodic_work(void *arg)
+{
+	struct worker *w = arg;
+	int64_t th = w - workers;
+	uint64_t x = (uint64_t)th + 1;
+	for (int64_t i = 0; i < iterations; i++) {
+		int64_t t0 = mono();
+		int64_t cpu = burn_for(&x, t0);
+		int64_t t1 = mono();
+		if (w->n < w->cap) {
+			w->recs[w->n] = (struct rec){t0, t1 - t0, cpu};
+			w->n++;
+		} else {
+			w->dropped = 1;
+		}
+		if (!quiet) {
+			char stamp[32] = "";
+			time_t now = time(NULL);
+			struct tm tm;
+			if (localtime_r(&now, &tm))
+				strftime(stamp, sizeof stamp, "%Y/%m/%d %H:%M:%S", &tm);
+			char prefix[32] = "";
+			if (nworkers > 1)
+				snprintf(prefix, sizeof prefix, "{%lld}", (long long)th);
+			int64_t t2 = mono();
+			pthread_mutex_lock(&out_mu);
+			printf("%s %s[%lld] burn took %lldms, real time so far: %lldms, cpu time so far: %lldms\n",
+			       stamp, prefix, (long long)i, (long long)((t1 - t0 + 500000) / 1000000),
+			       (long long)((t2 - run_start) / 1000000), (long long)(process_cpu() / 1000000));
+			fflush(stdout);
+			pthread_mutex_unlock(&out_mu);
+		}
+		if (i < iterations - 1)
+			sleep_ns(off_ns);
 	}
 	w->primes = x;
 	return NULL;
@@ -226,7 +295,8 @@ static int parse(const char *s, int64_t min, int64_t *out)
 static void usage(void)
 {
 	fprintf(stderr, "usage: cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN\n"
-			"       cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED PIN\n");
+			"       cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED PIN\n"
+			"       cfsprobe-engine periodic THREADS ITERATIONS BURN_NS BURN_CPU_NS SLEEP_NS QUIET\n");
 }
 
 int main(int argc, char **argv)
@@ -248,10 +318,20 @@ int main(int argc, char **argv)
 			usage();
 			return 2;
 		}
+	} else if (argc == 8 && strcmp(argv[1], "periodic") == 0) {
+		fn = periodic_work;
+		if (parse(argv[2], 1, &threads) || threads > 4096 || parse(argv[3], 1, &iterations) ||
+		    parse(argv[4], 0, &on_ns) || parse(argv[5], 0, &on_cpu_ns) || on_ns + on_cpu_ns == 0 ||
+		    parse(argv[6], 0, &off_ns) || parse(argv[7], 0, &quiet)) {
+			usage();
+			return 2;
+		}
+		duration = INT64_MAX / 2;
 	} else {
 		usage();
 		return 2;
 	}
+	nworkers = threads;
 	const char *fds = getenv("CFSPROBE_RESULT_FD");
 	int fd = fds ? atoi(fds) : -1;
 	if (pin)
@@ -278,6 +358,7 @@ int main(int argc, char **argv)
 		ws[i].cap = cap;
 	}
 	int64_t start = mono();
+	run_start = start;
 	deadline = start + duration;
 	for (int64_t i = 0; i < threads; i++) {
 		int err = pthread_create(&ws[i].tid, NULL, fn, &ws[i]);
