@@ -2,18 +2,17 @@ package workload
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/cfsprobe/cfsprobe/internal/cache"
 )
 
 // The C engine (native/engine/engine.c, built by `make engine`): the
@@ -68,65 +67,11 @@ func extractEngine() (string, error) {
 	if err != nil {
 		return "", errors.New("this cfsprobe was built without the C engine (build it with make)")
 	}
-	sum := sha256.Sum256(b)
-	dir, err := CacheDir()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "engine-"+hex.EncodeToString(sum[:8]))
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
-		return path, nil
-	}
-	tmp, err := os.CreateTemp(dir, ".engine-*")
+	p, err := cache.Write(b, cache.Dirs(os.Getenv), "engine-", "", 0o755)
 	if err != nil {
 		return "", fmt.Errorf("write the C engine: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("write the C engine: %w", err)
-	}
-	if err := tmp.Chmod(0o755); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("write the C engine: %w", err)
-	}
-	return path, nil
-}
-
-// CacheDir is cfsprobe's private cache directory: $XDG_CACHE_HOME/cfsprobe,
-// ~/.cache/cfsprobe, or /tmp/cfsprobe-UID, made with mode 0700.
-func CacheDir() (string, error) {
-	var cands []string
-	if d := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
-		cands = append(cands, filepath.Join(d, "cfsprobe"))
-	}
-	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
-		cands = append(cands, filepath.Join(h, ".cache", "cfsprobe"))
-	}
-	cands = append(cands, filepath.Join(os.TempDir(), "cfsprobe-"+strconv.Itoa(os.Getuid())))
-	var firstErr error
-	for _, d := range cands {
-		err := os.MkdirAll(d, 0o700)
-		if err == nil {
-			var st os.FileInfo
-			if st, err = os.Stat(d); err == nil && st.IsDir() && st.Mode().Perm()&0o022 == 0 {
-				return d, nil
-			}
-			if err == nil {
-				err = fmt.Errorf("%s is writable by others", d)
-			}
-		}
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
-	return "", fmt.Errorf("no cache directory for cfsprobe: %w", firstErr)
+	return p, nil
 }
 
 // NativeArgs runs the parallel workload in the C engine.
