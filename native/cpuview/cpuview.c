@@ -615,14 +615,29 @@ __attribute__((constructor)) static void cpuview_ctor(void)
 
 /* ---- sysconf, get_nprocs, get_nprocs_conf -------------------------------- */
 
+/* viewed_count: the view's CPU count when the view is on, 0 when it is
+ * off; *ok says whether initialisation is done (the real functions are
+ * resolved). errno is left as it was. */
+static int viewed_count(int *ok)
+{
+	*ok = ensure_init();
+	if (!*ok || !active)
+		return 0;
+	int e = errno;
+	int n = view_n();
+	errno = e;
+	return n;
+}
+
 EXPORT long sysconf(int name)
 {
-	int ok = ensure_init();
-	if (ok && active && (name == _SC_NPROCESSORS_ONLN || name == _SC_NPROCESSORS_CONF)) {
-		int e = errno;
-		int n = view_n();
-		errno = e;
-		return n;
+	int ok;
+	if (name == _SC_NPROCESSORS_ONLN || name == _SC_NPROCESSORS_CONF) {
+		int n = viewed_count(&ok);
+		if (n > 0)
+			return n;
+	} else {
+		ok = ensure_init();
 	}
 	if (ok && real.sysconf)
 		return real.sysconf(name);
@@ -631,13 +646,9 @@ EXPORT long sysconf(int name)
 
 EXPORT int get_nprocs(void)
 {
-	int ok = ensure_init();
-	if (ok && active) {
-		int e = errno;
-		int n = view_n();
-		errno = e;
+	int ok, n = viewed_count(&ok);
+	if (n > 0)
 		return n;
-	}
 	if (ok && real.get_nprocs)
 		return real.get_nprocs();
 	return (int)__sysconf(_SC_NPROCESSORS_ONLN);
@@ -645,13 +656,9 @@ EXPORT int get_nprocs(void)
 
 EXPORT int get_nprocs_conf(void)
 {
-	int ok = ensure_init();
-	if (ok && active) {
-		int e = errno;
-		int n = view_n();
-		errno = e;
+	int ok, n = viewed_count(&ok);
+	if (n > 0)
 		return n;
-	}
 	if (ok && real.get_nprocs_conf)
 		return real.get_nprocs_conf();
 	return (int)__sysconf(_SC_NPROCESSORS_CONF);
