@@ -41,29 +41,29 @@ func LoadTraces(paths []string) ([]*trace.Trace, []string, error) {
 			}
 			return nil, nil, &InputError{fmt.Errorf("cannot read %s: %w: give trace files or directories that exist", p, err)}
 		}
-		files := []string{p}
-		if fi.IsDir() {
-			files, _ = filepath.Glob(filepath.Join(p, "*.json"))
-			sort.Strings(files)
-			n := 0
-			for _, f := range files {
-				if !isResult(f) {
-					files[n] = f
-					n++
-				}
-			}
-			files = files[:n]
-			if len(files) == 0 {
-				return nil, nil, &InputError{fmt.Errorf("directory %s holds no trace (*.json): give trace files or the --out directory of a check", p)}
-			}
-		}
-		for _, f := range files {
-			t, err := trace.ReadFile(f)
+		if !fi.IsDir() {
+			t, err := readTrace(p)
 			if err != nil {
-				return nil, nil, &InputError{fmt.Errorf("%w: give traces saved by cfsprobe run --out or cfsprobe check --out", err)}
+				return nil, nil, err
 			}
-			traces = append(traces, t)
-			sources = append(sources, f)
+			traces, sources = append(traces, t), append(sources, p)
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(p, "*.json"))
+		sort.Strings(files)
+		n := len(traces)
+		for _, f := range files {
+			t, err := readTrace(f)
+			if err != nil {
+				if isResult(f) {
+					continue
+				}
+				return nil, nil, err
+			}
+			traces, sources = append(traces, t), append(sources, f)
+		}
+		if len(traces) == n {
+			return nil, nil, &InputError{fmt.Errorf("directory %s holds no trace (*.json): give trace files or the --out directory of a check", p)}
 		}
 	}
 	if len(traces) == 0 {
@@ -72,7 +72,16 @@ func LoadTraces(paths []string) ([]*trace.Trace, []string, error) {
 	return traces, sources, nil
 }
 
-// isResult tells a saved Result (check.json) from a trace.
+func readTrace(path string) (*trace.Trace, error) {
+	t, err := trace.ReadFile(path)
+	if err != nil {
+		return nil, &InputError{fmt.Errorf("%w: give traces saved by cfsprobe run --out or cfsprobe check --out", err)}
+	}
+	return t, nil
+}
+
+// isResult tells a saved Result (check.json) from a trace. It is asked
+// only of a file that is not a trace, so that a trace is read once.
 func isResult(path string) bool {
 	b, err := os.ReadFile(path)
 	if err != nil {
