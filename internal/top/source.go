@@ -32,24 +32,18 @@ func NewTreeSource(root *monitor.Root, all bool) *TreeSource {
 	return &TreeSource{tree: root, all: all, now: time.Now}
 }
 
-// Read walks the tree and reads each group's limits and counters. Without
-// all it walks twice: once for the number of groups (the header shows how
-// many have a limit among how many), once for those with a quota (the walk
-// reads only each group's quota file, which costs less than reading the
-// limits of every group). Groups that vanish meanwhile are left out;
-// groups that cannot be read are counted in Skipped.
+// Read walks the tree once and reads each group's limits and counters.
+// The walk reads only each group's quota file to pick those with a quota
+// (which costs less than reading the limits of every group) and counts
+// every group it lists, limited or not, for the header's total. Groups
+// that vanish meanwhile are left out; groups that cannot be read are
+// counted in Skipped.
 func (s *TreeSource) Read() (Snapshot, error) {
-	all, err := s.tree.Discover(monitor.Options{All: true})
+	d, err := s.tree.Discover(monitor.Options{All: s.all})
 	if err != nil {
 		return Snapshot{}, err
 	}
-	d := all
-	if !s.all {
-		if d, err = s.tree.Discover(monitor.Options{}); err != nil {
-			return Snapshot{}, err
-		}
-	}
-	snap := Snapshot{Total: len(all.Groups), Skipped: len(d.Skipped), Readings: make([]Reading, 0, len(d.Groups))}
+	snap := Snapshot{Total: d.Walked, Skipped: len(d.Skipped), Readings: make([]Reading, 0, len(d.Groups))}
 	for _, g := range d.Groups {
 		l, err := g.Limits()
 		if err == nil && l.Unlimited() && !s.all {
