@@ -366,15 +366,14 @@ func TestExporterDaemonSet(t *testing.T) {
 	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil {
 		t.Errorf("want HTTP liveness and readiness probes")
 	} else {
+		doc := string(readFile(t, "docs/metrics.md"))
 		for _, p := range []string{c.LivenessProbe.HTTPGet.Path, c.ReadinessProbe.HTTPGet.Path} {
-			if !strings.Contains(readMetricsDocText(t), "`GET "+p+"`") {
+			if !strings.Contains(doc, "`GET "+p+"`") {
 				t.Errorf("probe path %s is not an endpoint docs/metrics.md documents", p)
 			}
 		}
 	}
 }
-
-func readMetricsDocText(t *testing.T) string { return string(readFile(t, "docs/metrics.md")) }
 
 // The Service selects the exporter's pods by a named port; the
 // ServiceMonitor selects the Service, scrapes that port, sets the node
