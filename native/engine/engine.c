@@ -61,7 +61,7 @@ struct worker {
 	struct rec *recs;
 	int64_t n, cap;
 	int dropped;
-	uint64_t primes;
+	uint64_t sink; /* the work's result, kept so the compiler cannot drop it */
 };
 
 static int64_t deadline, max_prime, events;
@@ -73,11 +73,26 @@ static volatile uint64_t sink;
 static struct worker *workers;
 static int64_t nworkers;
 
-static int64_t mono(void)
+static int64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC goes through the vDSO: no system call. */
+static int64_t mono(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* The record of one operation, kept while there is room. */
+static void record(struct worker *w, int64_t start, int64_t wall, int64_t cpu)
+{
+	if (w->n < w->cap)
+		w->recs[w->n++] = (struct rec){start, wall, cpu};
+	else
+		w->dropped = 1;
 }
 
 /* sysbench cpu's event. */
@@ -107,22 +122,15 @@ static void *work(void *arg)
 			break;
 		primes += prime_event(max_prime);
 		int64_t t1 = mono();
-		if (w->n < w->cap) {
-			w->recs[w->n] = (struct rec){t0, t1 - t0, 0};
-			w->n++;
-		} else {
-			w->dropped = 1;
-		}
+		record(w, t0, t1 - t0, 0);
 	}
-	w->primes = primes;
+	w->sink = primes;
 	return NULL;
 }
 
 static int64_t thread_cpu(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* A few microseconds of CPU work the compiler cannot remove. */
@@ -159,12 +167,7 @@ static void *burst_work(void *arg)
 			break;
 		int64_t cpu = burn_for(&x, t0);
 		int64_t t1 = mono();
-		if (w->n < w->cap) {
-			w->recs[w->n] = (struct rec){t0, t1 - t0, cpu};
-			w->n++;
-		} else {
-			w->dropped = 1;
-		}
+		record(w, t0, t1 - t0, cpu);
 		int64_t off = off_ns;
 		if (jitter_ns > 0)
 			off += (int64_t)(next_rand(&rs) % (uint64_t)(2 * jitter_ns + 1)) - jitter_ns;
@@ -173,15 +176,13 @@ static void *burst_work(void *arg)
 			off = rest > 0 ? rest : 0;
 		sleep_ns(off);
 	}
-	w->primes = x;
+	w->sink = x;
 	return NULL;
 }
 
 static int64_t process_cpu(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* Busy until on_ns of wall time (or on_cpu_ns of thread CPU time) has
@@ -219,12 +220,7 @@ static void *periodic_work(void *arg)
 		int64_t t0 = mono();
 		int64_t cpu = burn_for(&x, t0);
 		int64_t t1 = mono();
-		if (w->n < w->cap) {
-			w->recs[w->n] = (struct rec){t0, t1 - t0, cpu};
-			w->n++;
-		} else {
-			w->dropped = 1;
-		}
+		record(w, t0, t1 - t0, cpu);
 		if (!quiet) {
 			char stamp[32] = "";
 			time_t now = time(NULL);
@@ -245,7 +241,7 @@ static void *periodic_work(void *arg)
 		if (i < iterations - 1)
 			sleep_ns(off_ns);
 	}
-	w->primes = x;
+	w->sink = x;
 	return NULL;
 }
 
@@ -371,7 +367,7 @@ int main(int argc, char **argv)
 	int64_t dropped = 0;
 	for (int64_t i = 0; i < threads; i++) {
 		pthread_join(ws[i].tid, NULL);
-		primes += ws[i].primes;
+		primes += ws[i].sink;
 		dropped |= ws[i].dropped;
 	}
 	int64_t end = mono();
