@@ -220,13 +220,6 @@ func (s *Scanner) Targets(dst []Target) (_ []Target, gen uint64) {
 	return dst, s.gen
 }
 
-// Generation changes whenever the groups or their limits do.
-func (s *Scanner) Generation() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gen
-}
-
 // Len is the number of groups the Scanner follows.
 func (s *Scanner) Len() int {
 	s.mu.Lock()
