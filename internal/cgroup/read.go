@@ -78,16 +78,35 @@ func ReadBurst(cpuDir string, version int) (time.Duration, error) {
 	if version == 2 {
 		name = "cpu.max.burst"
 	}
-	b, err := os.ReadFile(filepath.Join(cpuDir, name))
+	v, err := readOptionalUint(filepath.Join(cpuDir, name))
+	return time.Duration(v) * time.Microsecond, err
+}
+
+// ReadWeight reads a group's relative CPU weight as the kernel shows it
+// (v1 cpu.shares, v2 cpu.weight; the scales differ). A group without the
+// file (the v2 root) gives 0 and no error.
+func ReadWeight(cpuDir string, version int) (int64, error) {
+	name := "cpu.shares"
+	if version == 2 {
+		name = "cpu.weight"
+	}
+	return readOptionalUint(filepath.Join(cpuDir, name))
+}
+
+// readOptionalUint reads a file holding one non-negative integer; a
+// missing file is 0.
+func readOptionalUint(p string) (int64, error) {
+	b, err := os.ReadFile(p)
 	if os.IsNotExist(err) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	s := strings.TrimSpace(string(b))
+	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("parse %s (%q): %w", filepath.Join(cpuDir, name), strings.TrimSpace(string(b)), errSyntax)
+		return 0, fmt.Errorf("parse %s (%q): %w", p, s, errSyntax)
 	}
-	return time.Duration(v) * time.Microsecond, nil
+	return v, nil
 }

@@ -57,25 +57,6 @@ func parseAffinity(r io.Reader) (string, error) {
 	return "", fmt.Errorf("no Cpus_allowed_list line: %w", errSyntax)
 }
 
-// readInt reads a file holding one non-negative integer (cpu.shares,
-// cpu.weight).
-func readInt(p string) (int64, error) {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return 0, err
-	}
-	return parseInt(string(b))
-}
-
-func parseInt(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%q: %w", s, errSyntax)
-	}
-	return v, nil
-}
-
 func parsePID(s string) (int, bool) {
 	n, err := strconv.Atoi(s)
 	return n, err == nil && n > 0

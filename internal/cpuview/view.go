@@ -309,10 +309,11 @@ func readLevel(version int, p, dir string) Level {
 	if b, err := cgroup.ReadBurst(dir, version); err == nil {
 		l.BurstNs = int64(b)
 	}
+	w, _ := cgroup.ReadWeight(dir, version)
 	if version == 2 {
-		l.Weight, _ = readInt(filepath.Join(dir, "cpu.weight"))
+		l.Weight = w
 	} else {
-		l.Shares, _ = readInt(filepath.Join(dir, "cpu.shares"))
+		l.Shares = w
 	}
 	return l
 }
