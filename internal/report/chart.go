@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
@@ -562,8 +563,10 @@ func joinNames(ns []string) string {
 // maxPeriodNs is the longest period the kernel accepts (1 s).
 const maxPeriodNs = 1_000_000_000
 
-// ProfileSlot is the slot width of the in-period profile.
-const ProfileSlot = 20_000_000
+// ProfileSlot is the slot width of in-period profiles, here and in the
+// suite's metrics and tables (the seed's sysbench checkpoints were 20 ms
+// apart).
+const ProfileSlot = 20 * time.Millisecond
 
 // profileChart draws the in-period throughput profile: operations per ms
 // in each 20 ms slot of the period (a fifth of the period when that is

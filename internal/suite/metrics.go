@@ -3,7 +3,6 @@ package suite
 import (
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -17,10 +16,6 @@ type Metric struct {
 	Duration bool // the value is in ns: shown and bounded as a duration
 	Get      func(t *trace.Trace) (v float64, ok bool)
 }
-
-// ProfileSlot is the slot width of in-period profiles (the seed's
-// sysbench checkpoints were 20 ms apart).
-const ProfileSlot = 20 * time.Millisecond
 
 func latency(f func(p *trace.Percentiles) int64) func(t *trace.Trace) (float64, bool) {
 	return func(t *trace.Trace) (float64, bool) {
@@ -51,7 +46,7 @@ var Metrics = map[string]Metric{
 	"latency_p999": {Doc: "99.9th percentile operation wall time", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.P999 })},
 	"latency_max":  {Doc: "slowest operation", Duration: true, Get: latency(func(p *trace.Percentiles) int64 { return p.Max })},
 	"profile_last_first": {Doc: "in-period profile: throughput in the period's last 20 ms slot / in its first", Get: func(t *trace.Trace) (float64, bool) {
-		p := t.InPeriodProfile(int64(ProfileSlot))
+		p := t.InPeriodProfile(int64(report.ProfileSlot))
 		if len(p) < 2 || p[0].OpsPerMs == 0 {
 			return 0, false
 		}

@@ -81,12 +81,12 @@ func verdictWord(v string) string {
 func (r *Result) Profile() string {
 	var b strings.Builder
 	for _, t := range r.Traces {
-		p := t.InPeriodProfile(int64(ProfileSlot))
+		p := t.InPeriodProfile(int64(report.ProfileSlot))
 		if len(p) == 0 || t.Limits.Unlimited() {
 			continue
 		}
 		if b.Len() == 0 {
-			fmt.Fprintf(&b, "in-period profile (operations per ms in each %s slot of the period):\n", report.Dur(int64(ProfileSlot)))
+			fmt.Fprintf(&b, "in-period profile (operations per ms in each %s slot of the period):\n", report.Dur(int64(report.ProfileSlot)))
 		}
 		fmt.Fprintf(&b, "  %-22s", t.Scenario.Name)
 		for _, s := range p {
