@@ -67,15 +67,17 @@ type Config struct {
 
 // Plan is a validated run: everything was checked, nothing created yet.
 type Plan struct {
-	cfg      Config
-	layout   *cgroup.Layout
-	mgr      *cgroup.Manager
-	wl       workload.Workload
-	self     string
-	host     trace.Host
-	spec     trace.Spec
-	limits   trace.Limits
-	interval time.Duration
+	cfg    Config
+	layout *cgroup.Layout
+	mgr    *cgroup.Manager
+	wl     workload.Workload
+	// engineArgs run wl in the C engine (nil: in Go, as cfsprobe __workload).
+	engineArgs []string
+	self       string
+	host       trace.Host
+	spec       trace.Spec
+	limits     trace.Limits
+	interval   time.Duration
 }
 
 // Prepare validates the configuration and the host. Every error it
@@ -106,8 +108,10 @@ func Prepare(cfg Config) (*Plan, error) {
 		}
 		p.wl = wl
 		p.spec = trace.Spec{Workload: cfg.Workload, Args: append([]string{}, cfg.WorkloadArgs...), Params: jsonParams(wl.Params())}
-		if _, ok := wl.(workload.Native); ok {
-			p.spec.Params["engine"] = workload.EngineName(wl)
+		p.engineArgs = workload.EngineArgs(wl)
+		p.spec.Params["engine"] = "go"
+		if p.engineArgs != nil {
+			p.spec.Params["engine"] = "c"
 		}
 		self := cfg.Self
 		if self == "" {
@@ -324,14 +328,15 @@ func (p *Plan) command() (*exec.Cmd, *os.File, error) {
 	var cmd *exec.Cmd
 	var resultR *os.File
 	if p.wl != nil {
-		args := append([]string{"__workload", p.wl.Name()}, p.cfg.WorkloadArgs...)
-		cmd = exec.Command(p.self, args...)
-		if n, ok := p.wl.(workload.Native); ok && workload.EngineEmbedded() {
+		if p.engineArgs != nil {
 			path, err := workload.EnginePath()
 			if err != nil {
 				return nil, nil, err
 			}
-			cmd = exec.Command(path, n.NativeArgs()...)
+			cmd = exec.Command(path, p.engineArgs...)
+		} else {
+			args := append([]string{"__workload", p.wl.Name()}, p.cfg.WorkloadArgs...)
+			cmd = exec.Command(p.self, args...)
 		}
 		r, w, err := os.Pipe()
 		if err != nil {

@@ -34,12 +34,14 @@ type Native interface {
 	NativeArgs() []string
 }
 
-// EngineName says which implementation runs a workload: "c" or "go".
-func EngineName(w Workload) string {
-	if _, ok := w.(Native); ok && EngineEmbedded() {
-		return "c"
+// EngineArgs are the C engine's arguments for w, or nil when w has no C
+// implementation or this binary was built without the engine: then the
+// Go implementation runs (cfsprobe __workload).
+func EngineArgs(w Workload) []string {
+	if n, ok := w.(Native); ok && EngineEmbedded() {
+		return n.NativeArgs()
 	}
-	return "go"
+	return nil
 }
 
 // EngineEmbedded reports whether this binary carries the C engine.
