@@ -80,7 +80,7 @@ func HTML(w io.Writer, title string, runs []Named) error {
 		JS:     template.JS(pageJS),
 	}
 	if p.Title == "" {
-		p.Title = defaultTitle(runs)
+		p.Title = defaultTitle(p.Common, runs)
 	}
 	if len(runs) > 1 || runs[0].Trace.Scenario != nil {
 		cv := &compareView{Heading: "run", Rows: rs, Chart: compareChart("compare", runs, rs)}
@@ -114,9 +114,9 @@ func HTML(w io.Writer, title string, runs []Named) error {
 	return err
 }
 
-// defaultTitle names a report after its suite, or its single run.
-func defaultTitle(runs []Named) string {
-	c := commonOf(runs)
+// defaultTitle names a report after its suite (c is commonOf(runs)), or
+// its single run.
+func defaultTitle(c common, runs []Named) string {
 	switch {
 	case c.Suite != "":
 		return "cfsprobe suite " + c.Suite

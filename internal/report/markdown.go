@@ -15,10 +15,10 @@ func Markdown(w io.Writer, title string, runs []Named) error {
 	if len(runs) == 0 {
 		return fmt.Errorf("report: no runs")
 	}
-	if title == "" {
-		title = defaultTitle(runs)
-	}
 	rs, c := rows(runs), commonOf(runs)
+	if title == "" {
+		title = defaultTitle(c, runs)
+	}
 	anyScen := false
 	for _, r := range runs {
 		anyScen = anyScen || r.Trace.Scenario != nil
