@@ -71,7 +71,7 @@ func PrepareExec(o ExecOptions) *ExecPlan {
 		var err error
 		v, err = Resolve(o.ProcRoot, o.FSRoot, "self")
 		if err != nil { // /proc/self always exists; keep the program running regardless
-			v = &View{UsableCPUs: fallbackCPUs(), Warnings: []string{err.Error()}}
+			v = &View{UsableCPUs: numCPU(), Warnings: []string{err.Error()}}
 		}
 	}
 	s := Settings{Debug: o.Debug}
@@ -132,7 +132,6 @@ func ForLimits(procRoot, fsRoot string, lim cgroup.Limits) *View {
 	self, err := Resolve(procRoot, fsRoot, "self")
 	v := &View{Schema: Schema, Cgroup: "(the run's group)"}
 	if err == nil {
-		v.PID = 0
 		v.Online, v.Affinity, v.Cpuset = self.Online, self.Affinity, self.Cpuset
 		v.CgroupVersion = self.CgroupVersion
 	}

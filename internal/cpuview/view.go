@@ -22,7 +22,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 )
@@ -471,15 +470,8 @@ func (v *View) usable() (int, string) {
 		}
 		have = next
 	}
-	if have == nil {
-		return fallbackCPUs(), "online"
+	if have == nil { // neither the online list nor the affinity could be read
+		return numCPU(), "online"
 	}
 	return max(len(have), 1), by
 }
-
-// fallbackCPUs is the CPU count when neither the online list nor the
-// affinity could be read.
-var fallbackCPUs = func() int { return numCPU() }
-
-// Period of the tightest quota, for callers that print it.
-func (v *View) Period() time.Duration { return time.Duration(v.periodNs) }
