@@ -282,22 +282,23 @@ func newSlabs(groups, hists int) *slabs {
 // copied. Their capacity is what a scrape needs; past it (it cannot
 // happen) a new slab starts, as the old one's elements must not move.
 
-func (s *slabs) gauge(d *prometheus.Desc, labels []*dto.LabelPair, v float64) prometheus.Metric {
-	if len(s.gauges) == cap(s.gauges) {
-		s.gauges = make([]gaugeMetric, 0, 64)
+// next is the next element of a slab, set to its zero value.
+func next[T any](slab *[]T) *T {
+	if len(*slab) == cap(*slab) {
+		*slab = make([]T, 0, 64)
 	}
-	s.gauges = s.gauges[:len(s.gauges)+1]
-	m := &s.gauges[len(s.gauges)-1]
+	*slab = (*slab)[:len(*slab)+1]
+	return &(*slab)[len(*slab)-1]
+}
+
+func (s *slabs) gauge(d *prometheus.Desc, labels []*dto.LabelPair, v float64) prometheus.Metric {
+	m := next(&s.gauges)
 	m.desc, m.labels, m.v = d, labels, v
 	return m
 }
 
 func (s *slabs) counter(d *prometheus.Desc, labels []*dto.LabelPair, v float64) prometheus.Metric {
-	if len(s.counters) == cap(s.counters) {
-		s.counters = make([]counterMetric, 0, 64)
-	}
-	s.counters = s.counters[:len(s.counters)+1]
-	m := &s.counters[len(s.counters)-1]
+	m := next(&s.counters)
 	m.desc, m.labels, m.v = d, labels, v
 	return m
 }
@@ -311,9 +312,6 @@ func (s *slabs) histogram(d *prometheus.Desc, labels []*dto.LabelPair, h *monito
 		k := (max(cap(s.hists)-len(s.hists), 1) + 1) * n
 		s.buckets, s.bucketP, s.cum = make([]dto.Bucket, 0, k), make([]*dto.Bucket, 0, k), make([]uint64, 0, k)
 	}
-	if len(s.hists) == cap(s.hists) {
-		s.hists = make([]histMetric, 0, 64)
-	}
 	o := len(s.buckets)
 	s.buckets, s.bucketP, s.cum = s.buckets[:o+n], s.bucketP[:o+n], s.cum[:o+n]
 	b, p, cum := s.buckets[o:], s.bucketP[o:], s.cum[o:]
@@ -324,8 +322,7 @@ func (s *slabs) histogram(d *prometheus.Desc, labels []*dto.LabelPair, h *monito
 		b[i].CumulativeCount, b[i].UpperBound = &cum[i], &h.Bounds[i]
 		p[i] = &b[i]
 	}
-	s.hists = s.hists[:len(s.hists)+1]
-	m := &s.hists[len(s.hists)-1]
+	m := next(&s.hists)
 	m.desc, m.labels, m.count, m.sum = d, labels, h.Count, h.Sum
 	m.h.Bucket = p
 	return m
