@@ -21,6 +21,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
@@ -126,18 +127,23 @@ const OnlineFile = "sys/devices/system/cpu/online"
 // a warning and the view falls back to the CPU count; only a pid that does
 // not exist is an error (*InputError).
 func Resolve(procRoot, fsRoot, pid string) (*View, error) {
-	if pid != "self" {
-		if n, ok := parsePID(pid); !ok {
-			return nil, inputErr("--pid %q is not a process ID: give a positive number", pid)
-		} else if _, err := os.Stat(filepath.Join(procRoot, fmt.Sprint(n))); err != nil {
-			return nil, inputErr("no process %d (%s does not exist): give the ID of a running process", n, filepath.Join(procRoot, fmt.Sprint(n)))
-		}
-	}
 	v := &View{Schema: Schema}
-	if n, ok := parsePID(pid); ok {
+	if pid == "self" {
+		if t, err := os.Readlink(filepath.Join(procRoot, "self")); err == nil {
+			v.PID, _ = parsePID(t)
+		}
+	} else {
+		n, ok := parsePID(pid)
+		if !ok {
+			return nil, inputErr("--pid %q is not a process ID: give a positive number", pid)
+		}
+		// The files below are read as <procRoot>/<pid>/...: "007" or "+7"
+		// would name no directory.
+		pid = strconv.Itoa(n)
+		if _, err := os.Stat(filepath.Join(procRoot, pid)); err != nil {
+			return nil, inputErr("no process %d (%s does not exist): give the ID of a running process", n, filepath.Join(procRoot, pid))
+		}
 		v.PID = n
-	} else if t, err := os.Readlink(filepath.Join(procRoot, "self")); err == nil {
-		v.PID, _ = parsePID(t)
 	}
 	v.readOnline(fsRoot)
 	if a, err := ReadAffinity(procRoot, pid); err != nil {
