@@ -12,6 +12,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/check"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 type checkFlags struct {
@@ -74,12 +75,7 @@ func runCheck(c *cobra.Command, f *checkFlags, args []string) error {
 		if err != nil {
 			return checkErr(err)
 		}
-		if f.report != "" {
-			if err := saveReport(f.report, "cfsprobe check: "+res.Headline, traces); err != nil {
-				return err
-			}
-		}
-		return printCheck(c, f, &res)
+		return finishCheck(c, f, &res, traces)
 	}
 	if len(args) > 0 {
 		return usageErr("unexpected argument %q: to judge saved traces use cfsprobe check --from-traces %s", args[0], args[0])
@@ -119,16 +115,17 @@ func runCheck(c *cobra.Command, f *checkFlags, args []string) error {
 			return checkErr(err)
 		}
 	}
+	return finishCheck(c, f, &res, traces)
+}
+
+// finishCheck writes the --report of the traces, prints the result and
+// exits with the verdict's status.
+func finishCheck(c *cobra.Command, f *checkFlags, res *check.Result, traces []*trace.Trace) error {
 	if f.report != "" {
 		if err := saveReport(f.report, "cfsprobe check: "+res.Headline, traces); err != nil {
 			return err
 		}
 	}
-	return printCheck(c, f, &res)
-}
-
-// printCheck prints the result and exits with the verdict's status.
-func printCheck(c *cobra.Command, f *checkFlags, res *check.Result) error {
 	var err error
 	if f.json {
 		err = res.Write(c.OutOrStdout())
