@@ -140,12 +140,8 @@ func ForLimits(procRoot, fsRoot string, lim cgroup.Limits) *View {
 			v.Cpuset = &CPUList{List: lim.Cpuset, Count: len(cpus), cpus: cpus}
 		}
 	}
-	l := Level{Cgroup: v.Cgroup, PeriodNs: int64(lim.EffectivePeriod())}
-	if !lim.Unlimited() {
-		q := int64(lim.Quota)
-		c := float64(lim.Quota) / float64(lim.EffectivePeriod())
-		l.QuotaNs, l.CPUs = &q, &c
-	}
+	l := Level{Cgroup: v.Cgroup}
+	l.setQuota(lim.Quota, lim.EffectivePeriod(), !lim.Unlimited())
 	v.Levels = []Level{l}
 	v.finish()
 	return v

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 )
@@ -59,6 +60,15 @@ type Level struct {
 	// Error says why the level's quota could not be read (it is then
 	// left out).
 	Error string `json:"error,omitempty"`
+}
+
+// setQuota records the period and, when limited, the quota and its CPUs.
+func (l *Level) setQuota(quota, period time.Duration, limited bool) {
+	l.PeriodNs = int64(period)
+	if limited {
+		q, c := int64(quota), float64(quota)/float64(period)
+		l.QuotaNs, l.CPUs = &q, &c
+	}
 }
 
 func (l *Level) quota() (q, p int64, ok bool) {
@@ -299,12 +309,7 @@ func readLevel(version int, p, dir string) Level {
 	m, err := cgroup.ReadMax(dir, version)
 	switch {
 	case err == nil:
-		l.PeriodNs = int64(m.Period)
-		if !m.Unlimited() {
-			q := int64(m.Quota)
-			c := float64(m.Quota) / float64(m.Period)
-			l.QuotaNs, l.CPUs = &q, &c
-		}
+		l.setQuota(m.Quota, m.Period, !m.Unlimited())
 	case version == 2 && errors.Is(err, fs.ErrNotExist):
 		// The v2 root, or a group whose parent does not enable the cpu
 		// controller for it: no quota at this level.
