@@ -125,7 +125,6 @@ type Model struct {
 	total   int
 	skipped int
 	at      time.Time
-	reads   int
 }
 
 // NewModel returns an empty model.
@@ -153,7 +152,6 @@ func (m *Model) Update(s Snapshot) {
 		}
 	}
 	m.total, m.skipped, m.at = s.Total, s.Skipped, s.At
-	m.reads++
 }
 
 // advance updates g with its next reading r; false when the counters went
@@ -215,9 +213,6 @@ func (m *Model) Skipped() int { return m.skipped }
 
 // At is when the last snapshot was taken.
 func (m *Model) At() time.Time { return m.at }
-
-// Reads is the number of snapshots taken.
-func (m *Model) Reads() int { return m.reads }
 
 // Rows returns the rows sorted by key (reversed when reverse is set).
 func (m *Model) Rows(key SortKey, reverse bool) []Row {
