@@ -181,6 +181,10 @@ type Run struct {
 	P50OpNs               int64  `json:"p50_op_ns,omitempty"`
 	P99OpNs               int64  `json:"p99_op_ns,omitempty"`
 	MaxOpNs               int64  `json:"max_op_ns,omitempty"`
+	// MaxUsageOfQuotaThrottledUnder is the most any throttled-under-quota
+	// period of the run used, as a share of the quota (over all of them,
+	// not only the Incidents listed).
+	MaxUsageOfQuotaThrottledUnder float64 `json:"max_usage_of_quota_throttled_under,omitempty"`
 	// Incidents are the throttled-under-quota periods (the first
 	// MaxIncidents of them).
 	Incidents []Incident `json:"incidents,omitempty"`
@@ -228,9 +232,7 @@ func AnalyzeWith(traces []*trace.Trace, host trace.Host, th Thresholds) Result {
 		ev.ThrottledUnderQuota += run.ThrottledUnderQuota
 		usage += float64(run.UsageNs)
 		quotaTime += float64(run.PeriodsJudged) * float64(run.QuotaUs*1000)
-		for _, in := range run.Incidents {
-			ev.MaxUsageOfQuotaThrottledUnder = math.Max(ev.MaxUsageOfQuotaThrottledUnder, float64(in.UsageNs)/float64(run.QuotaUs*1000))
-		}
+		ev.MaxUsageOfQuotaThrottledUnder = math.Max(ev.MaxUsageOfQuotaThrottledUnder, run.MaxUsageOfQuotaThrottledUnder)
 		ev.Ops += run.Ops
 		ev.SlowOps += run.SlowOps
 		ev.SlowOpsThrottledUnder += run.SlowOpsThrottledUnder
@@ -513,6 +515,9 @@ func analyzeRun(t *trace.Trace, th Thresholds) Run {
 	}
 	if !run.Judged {
 		run.Ops, run.SlowOps, run.SlowOpsThrottledUnder, run.SlowOpsUnexplained = 0, 0, 0, 0
+	}
+	for _, in := range incidents {
+		run.MaxUsageOfQuotaThrottledUnder = math.Max(run.MaxUsageOfQuotaThrottledUnder, float64(in.UsageNs)/float64(run.QuotaUs*1000))
 	}
 	if len(incidents) > MaxIncidents {
 		incidents = incidents[:MaxIncidents]
