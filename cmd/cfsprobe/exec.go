@@ -122,7 +122,7 @@ func runExec(c *cobra.Command, f *execFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range plan.ForProgram(path, os.Environ()) {
+	for _, w := range plan.ForProgram(path) {
 		fmt.Fprintln(os.Stderr, "cfsprobe exec: warning:", w)
 	}
 	err = syscall.Exec(path, args, plan.Env)

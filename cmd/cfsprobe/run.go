@@ -261,7 +261,7 @@ func (f *runFlags) applyView(c *cobra.Command, cfg *lab.Config) error {
 	warnings := plan.Warnings
 	if len(cfg.Command) > 0 {
 		if path, err := exec.LookPath(cfg.Command[0]); err == nil {
-			warnings = append(warnings, plan.ForProgram(path, os.Environ())...)
+			warnings = append(warnings, plan.ForProgram(path)...)
 		}
 	}
 	for _, w := range warnings {

@@ -48,6 +48,8 @@ type ExecPlan struct {
 	// Warnings say what is missing and what was done instead; the program
 	// runs all the same.
 	Warnings []string
+	// environ is what Env was merged into (ExecOptions.Environ).
+	environ []string
 }
 
 // PrepareExec works out the view and the environment. It never fails for
@@ -63,7 +65,7 @@ func PrepareExec(o ExecOptions) *ExecPlan {
 	if o.Round == "" {
 		o.Round = Floor
 	}
-	p := &ExecPlan{CPUs: o.CPUs, Auto: o.CPUs == 0, Round: o.Round}
+	p := &ExecPlan{CPUs: o.CPUs, Auto: o.CPUs == 0, Round: o.Round, environ: o.Environ}
 	var v *View
 	if o.Limits != nil {
 		v = ForLimits(o.ProcRoot, o.FSRoot, *o.Limits)

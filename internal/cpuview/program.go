@@ -68,7 +68,7 @@ func programLoader(r io.ReaderAt) (Loader, string, error) {
 // program must not get the glibc library in LD_PRELOAD (its loader would
 // refuse to start it), and a static one cannot use it. It returns what to
 // tell the user.
-func (p *ExecPlan) ForProgram(path string, environ []string) []string {
+func (p *ExecPlan) ForProgram(path string) []string {
 	if p.Library == "" {
 		return nil
 	}
@@ -80,7 +80,7 @@ func (p *ExecPlan) ForProgram(path string, environ []string) []string {
 		s := p.Settings
 		s.Library = ""
 		p.Settings, p.Library = s, ""
-		p.Env, p.Changes = Merge(environ, s)
+		p.Env, p.Changes = Merge(p.environ, s)
 		return []string{fmt.Sprintf("%s is a musl program (loader %s): the preload library is built for glibc and is not loaded; it gets the variables only", path, interp)}
 	case kind == LoaderStatic:
 		return []string{fmt.Sprintf("%s is statically linked: it does not load the preload library and gets the variables only (docs/cpuview.md says what else to do); programs it starts do load it", path)}
