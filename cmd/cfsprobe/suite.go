@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"syscall"
 	"text/tabwriter"
 
@@ -84,7 +83,7 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 			if len(suites) == 0 {
 				return usageErr("name a suite (cfsprobe suite --list) or give -f FILE")
 			}
-			env := suite.Env{CPUs: onlineCPUs(), Quick: quick}
+			env := suite.Env{CPUs: cgroup.OnlineCPUs("/sys"), Quick: quick}
 			base := lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr}
 			// Validate every scenario of every suite before anything runs.
 			var plans [][]*suite.Step
@@ -170,15 +169,6 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 	f.StringVar(&parent, "parent", cgroup.DefaultParent, "group under which the runs' groups are created")
 	f.StringVar(&reportPath, "report", "", "write a report of every run: FILE.html (charts and the comparison), .md, .json or .txt")
 	return c
-}
-
-func onlineCPUs() int {
-	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
-		if cpus, err := cgroup.ParseCPUList(string(b)); err == nil && len(cpus) > 0 {
-			return len(cpus)
-		}
-	}
-	return runtime.NumCPU()
 }
 
 func isTerminal(f *os.File) bool {

@@ -7,9 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -132,10 +129,10 @@ func Prepare(cfg Config) (*Check, error) {
 		cfg.Stderr = os.Stderr
 	}
 	if cfg.CPUs <= 0 {
-		cfg.CPUs = onlineCPUs(cfg.FSRoot)
+		cfg.CPUs = cgroup.OnlineCPUs(filepath.Join(cfg.FSRoot, "sys"))
 	}
 	if cfg.SliceUs <= 0 {
-		cfg.SliceUs = sliceUs(cfg.ProcRoot)
+		cfg.SliceUs = cgroup.SliceUs(cfg.ProcRoot)
 	}
 	c := &Check{scenarios: Scenarios(cfg.CPUs, cfg.SliceUs)}
 	for _, s := range c.scenarios {
@@ -198,24 +195,4 @@ func (c *Check) Run(ctx context.Context) ([]*trace.Trace, error) {
 		return nil, lab.ErrInterrupted
 	}
 	return traces, nil
-}
-
-// sliceUs reads kernel.sched_cfs_bandwidth_slice_us (0 when unknown).
-func sliceUs(procRoot string) int64 {
-	b, err := os.ReadFile(filepath.Join(procRoot, "sys/kernel/sched_cfs_bandwidth_slice_us"))
-	if err != nil {
-		return 0
-	}
-	v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return v
-}
-
-// onlineCPUs counts the online CPUs, as the traces' host facts do.
-func onlineCPUs(fsRoot string) int {
-	if b, err := os.ReadFile(filepath.Join(fsRoot, "sys/devices/system/cpu/online")); err == nil {
-		if cpus, err := cgroup.ParseCPUList(string(b)); err == nil && len(cpus) > 0 {
-			return len(cpus)
-		}
-	}
-	return runtime.NumCPU()
 }

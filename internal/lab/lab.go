@@ -11,8 +11,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -158,7 +158,7 @@ func Prepare(cfg Config) (*Plan, error) {
 			return ue(err)
 		}
 	}
-	p.host = HostFacts(cfg.ProcRoot, layout, p.mgr)
+	p.host = HostFacts(cfg.ProcRoot, cfg.FSRoot, layout, p.mgr)
 	p.limits = traceLimits(cfg.Limits)
 	p.interval = cfg.SampleInterval
 	if p.interval <= 0 {
@@ -423,21 +423,14 @@ func sum(v []int64) int64 {
 	return s
 }
 
-// HostFacts describes the machine for the trace.
-func HostFacts(procRoot string, l *cgroup.Layout, m *cgroup.Manager) trace.Host {
-	h := trace.Host{Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), CgroupMode: string(l.Mode), CPUController: l.CPUVersion()}
+// HostFacts describes the machine for the trace; procRoot and fsRoot
+// locate /proc and the root of /sys.
+func HostFacts(procRoot, fsRoot string, l *cgroup.Layout, m *cgroup.Manager) trace.Host {
+	h := trace.Host{Arch: runtime.GOARCH, CgroupMode: string(l.Mode), CPUController: l.CPUVersion()}
 	h.Hostname, _ = os.Hostname()
-	if b, err := os.ReadFile(procRoot + "/sys/kernel/osrelease"); err == nil {
-		h.Kernel = strings.TrimSpace(string(b))
-	}
-	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
-		if cpus, err := cgroup.ParseCPUList(string(b)); err == nil && len(cpus) > 0 {
-			h.CPUs = len(cpus)
-		}
-	}
-	if b, err := os.ReadFile(procRoot + "/sys/kernel/sched_cfs_bandwidth_slice_us"); err == nil {
-		h.SliceUs, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	}
+	h.Kernel = cgroup.KernelRelease(procRoot)
+	h.CPUs = cgroup.OnlineCPUs(filepath.Join(fsRoot, "sys"))
+	h.SliceUs = cgroup.SliceUs(procRoot)
 	h.BurstSupported = m.BurstSupported()
 	return h
 }
