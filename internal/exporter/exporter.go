@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -282,19 +280,9 @@ type Host struct {
 // ReadHost reads the node's facts from procRoot (/proc) and sysRoot
 // (/sys): a container sees the node's kernel, CPUs and sysctls there.
 func ReadHost(procRoot, sysRoot string) Host {
-	h := Host{CPUs: runtime.NumCPU()}
-	if b, err := os.ReadFile(filepath.Join(procRoot, "sys/kernel/osrelease")); err == nil {
-		h.Kernel = strings.TrimSpace(string(b))
-	}
-	if b, err := os.ReadFile(filepath.Join(sysRoot, "devices/system/cpu/online")); err == nil {
-		if cpus, err := cgroup.ParseCPUList(string(b)); err == nil && len(cpus) > 0 {
-			h.CPUs = len(cpus)
-		}
-	}
-	if b, err := os.ReadFile(filepath.Join(procRoot, "sys/kernel/sched_cfs_bandwidth_slice_us")); err == nil {
-		if us, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && us > 0 {
-			h.SliceSeconds = float64(us) / 1e6
-		}
+	h := Host{Kernel: cgroup.KernelRelease(procRoot), CPUs: cgroup.OnlineCPUs(sysRoot)}
+	if us := cgroup.SliceUs(procRoot); us > 0 {
+		h.SliceSeconds = float64(us) / 1e6
 	}
 	return h
 }

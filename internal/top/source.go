@@ -10,7 +10,6 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
-	"golang.org/x/sys/unix"
 )
 
 // tree is what TreeSource asks of a cgroup tree: *monitor.Root.
@@ -68,17 +67,8 @@ func (s *TreeSource) Read() (Snapshot, error) {
 
 // HostFacts describes the machine whose tree root is, for the header.
 func HostFacts(root *monitor.Root) trace.Host {
-	h := trace.Host{Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), CgroupMode: string(root.Mode), CPUController: root.Version}
+	h := trace.Host{Arch: runtime.GOARCH, Kernel: cgroup.KernelRelease("/proc"), CPUs: cgroup.OnlineCPUs("/sys"), CgroupMode: string(root.Mode), CPUController: root.Version}
 	h.Hostname, _ = os.Hostname()
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		h.Kernel = unix.ByteSliceToString(u.Release[:])
-	}
-	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
-		if cpus, err := cgroup.ParseCPUList(strings.TrimSpace(string(b))); err == nil && len(cpus) > 0 {
-			h.CPUs = len(cpus)
-		}
-	}
 	return h
 }
 
