@@ -138,20 +138,11 @@ func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
 	return nil
 }
 
-// pinProcess restricts every thread of the process to the first n CPUs
-// of its affinity mask, when it has more than n.
+// pinProcess restricts every thread of the process to PinSet(n).
 func pinProcess(n int) {
-	var set unix.CPUSet
-	if unix.SchedGetaffinity(0, &set) != nil || set.Count() <= n {
+	want, ok := PinSet(n)
+	if !ok {
 		return
-	}
-	// The last CPUs: CPU 0 usually takes most device interrupts.
-	var want unix.CPUSet
-	for c, k := len(set)*64-1, 0; k < n && c >= 0; c-- {
-		if set.IsSet(c) {
-			want.Set(c)
-			k++
-		}
 	}
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
