@@ -74,7 +74,7 @@ type Plan struct {
 	wl     workload.Workload
 	// engineArgs run wl in the C engine (nil: in Go, as cfsprobe __workload).
 	engineArgs []string
-	// pin is how many CPUs wl keeps to (0: all it may use); see startPinned.
+	// pin is how many CPUs wl keeps to (0: all it may use); see onPinCPUs.
 	pin      int
 	self     string
 	host     trace.Host
@@ -201,7 +201,11 @@ func traceLimits(l cgroup.Limits) trace.Limits {
 // SIGTERM) kills the workload, removes the group and returns
 // ErrInterrupted.
 func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
-	g, err := p.mgr.Create(cgroup.GroupName("run"), p.cfg.Limits)
+	var g cgroup.Group
+	err = onPinCPUs(p.pin, func() (err error) {
+		g, err = p.mgr.Create(cgroup.GroupName("run"), p.cfg.Limits)
+		return err
+	})
 	if err != nil {
 		var le *cgroup.LimitError
 		if errors.As(err, &le) || errors.Is(err, cgroup.ErrNoBurst) {
@@ -235,7 +239,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		return nil, err
 	}
 	started := time.Now()
-	if err := startPinned(cmd, g, p.pin); err != nil {
+	if err := onPinCPUs(p.pin, func() error { return cgroup.Start(cmd, g) }); err != nil {
 		closeExtra(cmd)
 		return nil, fmt.Errorf("start %s: %w", p.spec.Workload, err)
 	}
@@ -330,37 +334,38 @@ func Finish(tr *trace.Trace, samples []trace.CounterSample, wallNs int64) {
 	}
 }
 
-// startPinned starts cmd in g (cgroup.Start) with its CPU affinity
-// already that of a workload pinned to pin CPUs (workload.PinSet), so
-// that everything it runs in the group runs there, from its first
-// instruction.
+// onPinCPUs runs fn on a thread whose CPU affinity is that of a workload
+// pinned to pin CPUs (workload.PinSet); with nothing to pin, it just runs
+// fn. Run creates the group and starts the workload through it, so that
+// the group's period timer and the workload share their CPUs.
 //
-// Why: the kernel arms a group's period timer on the CPU where the group
-// first asks for runtime, and keeps it there while the group stays busy.
-// A workload that pinned itself only once running could leave the timer
-// on another CPU, and then the refill at each period's end races with the
-// tick that charges the worker on its own CPU. With demand exactly at the
-// quota (one thread under one CPU), a late refill throttles the worker:
-// under emulation (the qemu guest), where timer interrupts can come
-// milliseconds late, 13-20 of 51 periods were throttled in the runs that
-// lost the race, and none when the timer shared the worker's CPU.
+// Why: the kernel arms a group's period timer on the CPU that writes the
+// group's quota (and, when the timer has stopped, on the CPU where the
+// group next asks for runtime), and keeps it there while the group stays
+// busy. A timer on another CPU than the worker's makes the refill at each
+// period's end race with the tick that charges the worker on its own CPU.
+// With demand exactly at the quota (one thread under one CPU) a refill
+// that comes late throttles the worker: under emulation (the qemu guest),
+// where timer interrupts can come milliseconds late, 13-20 of 51 periods
+// were throttled in the runs that lost the race. A child inherits the
+// affinity of the thread that forks it, so the workload also runs on its
+// CPUs from its first instruction.
 //
-// With --cpuset the group's cpuset decides where the workload may run
-// (the lab does not pin ahead then), and the workload pins itself.
-func startPinned(cmd *exec.Cmd, g cgroup.Group, pin int) error {
+// With --cpuset the group's cpuset decides where the workload may run:
+// the lab does not pin ahead then, and the workload pins itself.
+func onPinCPUs(pin int, fn func() error) error {
 	set, ok := workload.PinSet(pin)
 	if !ok {
-		return cgroup.Start(cmd, g)
+		return fn()
 	}
-	// A child inherits the affinity of the thread that forks it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var saved unix.CPUSet
 	if unix.SchedGetaffinity(0, &saved) != nil || unix.SchedSetaffinity(0, &set) != nil {
-		return cgroup.Start(cmd, g)
+		return fn()
 	}
 	defer func() { _ = unix.SchedSetaffinity(0, &saved) }()
-	return cgroup.Start(cmd, g)
+	return fn()
 }
 
 func (p *Plan) command() (*exec.Cmd, *os.File, error) {

@@ -20,7 +20,7 @@ func (noGroup) AddProc(int) error { return nil }
 
 // A pinned workload starts with its affinity already set, and the
 // starting thread gets its own back.
-func TestStartPinnedChildInheritsAffinity(t *testing.T) {
+func TestOnPinCPUsChildInheritsAffinity(t *testing.T) {
 	set, ok := workload.PinSet(1)
 	if !ok {
 		t.Skip("one CPU: nothing to pin")
@@ -40,7 +40,7 @@ func TestStartPinnedChildInheritsAffinity(t *testing.T) {
 	var out strings.Builder
 	cmd := exec.Command("grep", "^Cpus_allowed_list:", "/proc/self/status")
 	cmd.Stdout = &out
-	if err := startPinned(cmd, noGroup{}, 1); err != nil {
+	if err := onPinCPUs(1, func() error { return cgroup.Start(cmd, noGroup{}) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
