@@ -12,6 +12,13 @@ import (
 
 const ms = int64(time.Millisecond)
 
+// attempts is how many times a test of a workload at or near the edge of
+// its quota measures before it judges: a shared machine (and more so the
+// qemu guest, where a vCPU can stop for milliseconds while the guest's
+// clock runs on) now and then disturbs one run. The host passes at the
+// first; a kernel or lab that throttles wrongly fails every attempt.
+const attempts = 3
+
 // Item 1: 5 ms burns every 100 ms under 20 ms / 100 ms are not throttled
 // on a fixed kernel.
 func TestLabPeriodicUnderQuota(t *testing.T) {
@@ -59,21 +66,22 @@ func assertBurstyOverQuota(t *testing.T, tr traceT) {
 // every period and their event latency tail jumps to a period's stall.
 func TestLabParallelOverQuota(t *testing.T) {
 	needCgroups(t)
-	limited := runTrace(t, "--cpus", "1", "parallel", "--threads", "2", "--duration", "5s")
-	checkConsistency(t, limited)
-	free := runTrace(t, "parallel", "--threads", "2", "--duration", "5s")
-	checkConsistency(t, free)
-	needEngine(t, limited)
-	if lp, fp := limited.Summary.LatencyNs.P999, free.Summary.LatencyNs.P999; lp < 5*fp || limited.Summary.ThrottledRatio < 0.90 {
-		// The unlimited run's tail is the machine's (other processes on
-		// the workers' CPUs; in the qemu guest, emulation stalls of several
-		// ms) and the limited run needs its whole quota: measure both once
-		// more before judging.
-		t.Logf("p99.9 limited %.2fms, unlimited %.2fms, %.0f%% throttled: measuring once more", float64(lp)/1e6, float64(fp)/1e6, 100*limited.Summary.ThrottledRatio)
+	var limited, free traceT
+	for attempt := 1; ; attempt++ {
 		limited = runTrace(t, "--cpus", "1", "parallel", "--threads", "2", "--duration", "5s")
 		checkConsistency(t, limited)
 		free = runTrace(t, "parallel", "--threads", "2", "--duration", "5s")
 		checkConsistency(t, free)
+		needEngine(t, limited)
+		lp, fp := limited.Summary.LatencyNs.P999, free.Summary.LatencyNs.P999
+		if (lp >= 5*fp && limited.Summary.ThrottledRatio >= 0.90) || attempt == attempts {
+			break
+		}
+		// The unlimited run's tail is the machine's (other processes on
+		// the workers' CPUs; in the qemu guest, emulation stalls of several
+		// ms) and the limited run needs its whole quota: measure both
+		// again before judging.
+		t.Logf("p99.9 limited %.2fms, unlimited %.2fms, %.0f%% throttled: measuring again", float64(lp)/1e6, float64(fp)/1e6, 100*limited.Summary.ThrottledRatio)
 	}
 	assertParallelOverQuota(t, limited, free)
 }
@@ -82,16 +90,19 @@ func TestLabParallelOverQuota(t *testing.T) {
 // throttled.
 func TestLabParallelAtQuota(t *testing.T) {
 	needCgroups(t)
-	one := runTrace(t, "--cpus", "1", "parallel", "--threads", "1", "--duration", "5s")
-	checkConsistency(t, one)
-	needEngine(t, one)
-	if why := parallelAtQuotaMiss(one); why != "" {
-		// A shared 2-CPU machine: something else on the worker's CPU can
-		// delay the period timer's work, or stall the worker; measure
-		// once more.
-		t.Logf("1 thread under 1 CPU: %s; measuring once more", why)
+	var one traceT
+	for attempt := 1; ; attempt++ {
 		one = runTrace(t, "--cpus", "1", "parallel", "--threads", "1", "--duration", "5s")
 		checkConsistency(t, one)
+		needEngine(t, one)
+		why := parallelAtQuotaMiss(one)
+		if why == "" || attempt == attempts {
+			break
+		}
+		// A shared 2-CPU machine: something else on the worker's CPU can
+		// delay the period timer's work, or stall the worker (in the qemu
+		// guest, a vCPU the host stops for a few ms); measure again.
+		t.Logf("1 thread under 1 CPU: %s; measuring again", why)
 	}
 	assertParallelAtQuota(t, one)
 }

@@ -62,12 +62,17 @@ func TestSuiteBurstyLimits(t *testing.T) {
 	if err := os.WriteFile(file, []byte(show.stdout), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, tr := runSuite(t, -1, "-f", file, "--quick")
-	if r.code != 0 {
+	var tr map[string]*trace.Trace
+	for attempt := 1; ; attempt++ {
+		var r result
+		r, tr = runSuite(t, -1, "-f", file, "--quick")
+		if r.code == 0 || attempt == attempts {
+			break
+		}
 		// A shared 2-CPU machine: a neighbour's burst shows as a group
-		// short of the CPU it asks for. Measure once more.
-		t.Logf("bursty-limits exit %d: measuring once more", r.code)
-		_, tr = runSuite(t, 0, "-f", file, "--quick")
+		// short of the CPU it asks for; B's demand is its quota exactly.
+		// Measure again.
+		t.Logf("bursty-limits exit %d: measuring again", r.code)
 	}
 	assertBurstyLimits(t, tr)
 }

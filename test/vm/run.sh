@@ -24,7 +24,9 @@
 #                        because the lab starts a pinned workload on its
 #                        CPU (the period timer follows it there) and
 #                        because the vCPUs get host CPUs of their own
-#                        (pin_vcpus). The host should be otherwise idle.
+#                        (pin_vcpus). A host stall still disturbs a run
+#                        now and then, so these tests measure up to three
+#                        times. The host should be otherwise idle.
 #   CFSPROBE_VM_KERNEL   kernel image (default: the newest /boot/vmlinuz-*)
 #   CFSPROBE_VM_TIMEOUT  seconds before the guest is killed (default 900)
 #   CFSPROBE_VM_SMP, CFSPROBE_VM_MEM, CFSPROBE_VM_APPEND  guest CPUs, MiB,
