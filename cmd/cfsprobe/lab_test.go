@@ -19,6 +19,13 @@ const ms = int64(time.Millisecond)
 // first; a kernel or lab that throttles wrongly fails every attempt.
 const attempts = 3
 
+// atQuotaAttempts is attempts for one thread under one CPU, whose demand is
+// its quota exactly. In the qemu guest (Debian 6.1: no IRQ time
+// accounting, so the worker is charged all of its wall time) a timer
+// interrupt that comes late there throttles a period by 1-3 ms: 9 of 32
+// guest runs had one to three such periods of 51, none of 10 host runs.
+const atQuotaAttempts = 5
+
 // Item 1: 5 ms burns every 100 ms under 20 ms / 100 ms are not throttled
 // on a fixed kernel.
 func TestLabPeriodicUnderQuota(t *testing.T) {
@@ -96,7 +103,7 @@ func TestLabParallelAtQuota(t *testing.T) {
 		checkConsistency(t, one)
 		needEngine(t, one)
 		why := parallelAtQuotaMiss(one)
-		if why == "" || attempt == attempts {
+		if why == "" || attempt == atQuotaAttempts {
 			break
 		}
 		// A shared 2-CPU machine: something else on the worker's CPU can

@@ -26,7 +26,8 @@
 #                        because the vCPUs get host CPUs of their own
 #                        (pin_vcpus). A host stall still disturbs a run
 #                        now and then, so these tests measure up to three
-#                        times. The host should be otherwise idle.
+#                        times (one thread under one CPU: five). The host
+#                        should be otherwise idle.
 #   CFSPROBE_VM_KERNEL   kernel image (default: the newest /boot/vmlinuz-*)
 #   CFSPROBE_VM_TIMEOUT  seconds before the guest is killed (default 900)
 #   CFSPROBE_VM_SMP, CFSPROBE_VM_MEM, CFSPROBE_VM_APPEND  guest CPUs, MiB,
