@@ -89,22 +89,15 @@ Not covered, and what to do:
 }
 
 func runExec(c *cobra.Command, f *execFlags, args []string) error {
-	n, err := parseViewCPUs("--cpus", f.cpus)
+	opts, err := viewOptions("--cpus", f.cpus, "--round", f.round, f.procRoot, f.fsRoot)
 	if err != nil {
 		return err
-	}
-	round, err := cpuview.ParseRounding(f.round)
-	if err != nil {
-		return usageErr("--round: %v", err)
 	}
 	if len(args) == 0 && !f.printEnv {
 		return usageErr("no command: give one after --, e.g. cfsprobe exec -- nproc (or --print-env to see the variables)")
 	}
-	plan := cpuview.PrepareExec(cpuview.ExecOptions{
-		CPUs: n, Round: round, ProcRoot: f.procRoot, FSRoot: f.fsRoot,
-		Environ: os.Environ(), Debug: f.debug,
-		Library: cpuview.Library(), CacheDirs: cpuview.CacheDirs(os.Getenv),
-	})
+	opts.Debug = f.debug
+	plan := cpuview.PrepareExec(opts)
 	for _, w := range plan.Warnings {
 		fmt.Fprintln(os.Stderr, "cfsprobe exec: warning:", w)
 	}
@@ -134,16 +127,25 @@ func runExec(c *cobra.Command, f *execFlags, args []string) error {
 	return &exitError{code, fmt.Errorf("exec: %s: %w", args[0], err)}
 }
 
-// parseViewCPUs reads N or auto (0).
-func parseViewCPUs(flag, s string) (int, error) {
-	if s == "auto" {
-		return 0, nil
+// viewOptions reads a view (N or auto) and its rounding, given to the
+// flags cpusFlag and roundFlag, into what cfsprobe exec and run --view
+// give cpuview.PrepareExec.
+func viewOptions(cpusFlag, cpus, roundFlag, round, procRoot, fsRoot string) (cpuview.ExecOptions, error) {
+	n := 0 // auto
+	if cpus != "auto" {
+		var err error
+		if n, err = strconv.Atoi(cpus); err != nil || n < 1 {
+			return cpuview.ExecOptions{}, usageErr("%s %q: give a whole number of CPUs (1 or more) or auto", cpusFlag, cpus)
+		}
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		return 0, usageErr("%s %q: give a whole number of CPUs (1 or more) or auto", flag, s)
+	r, err := cpuview.ParseRounding(round)
+	if err != nil {
+		return cpuview.ExecOptions{}, usageErr("%s: %v", roundFlag, err)
 	}
-	return n, nil
+	return cpuview.ExecOptions{
+		CPUs: n, Round: r, ProcRoot: procRoot, FSRoot: fsRoot, Environ: os.Environ(),
+		Library: cpuview.Library(), CacheDirs: cpuview.CacheDirs(os.Getenv),
+	}, nil
 }
 
 // lookCommand finds the command as a shell would: not found is exit

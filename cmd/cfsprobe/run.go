@@ -245,19 +245,13 @@ func (f *runFlags) applyView(c *cobra.Command, cfg *lab.Config) error {
 		}
 		return nil
 	}
-	n, err := parseViewCPUs("--view", f.view)
+	opts, err := viewOptions("--view", f.view, "--view-round", f.viewRound, f.procRoot, f.fsRoot)
 	if err != nil {
 		return err
 	}
-	round, err := cpuview.ParseRounding(f.viewRound)
-	if err != nil {
-		return usageErr("--view-round: %v", err)
-	}
 	lim := cfg.Limits
-	plan := cpuview.PrepareExec(cpuview.ExecOptions{
-		CPUs: n, Round: round, Limits: &lim, ProcRoot: f.procRoot, FSRoot: f.fsRoot,
-		Environ: os.Environ(), Library: cpuview.Library(), CacheDirs: cpuview.CacheDirs(os.Getenv),
-	})
+	opts.Limits = &lim
+	plan := cpuview.PrepareExec(opts)
 	warnings := plan.Warnings
 	if len(cfg.Command) > 0 {
 		if path, err := exec.LookPath(cfg.Command[0]); err == nil {

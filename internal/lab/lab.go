@@ -74,8 +74,9 @@ type Plan struct {
 	wl     workload.Workload
 	// engineArgs run wl in the C engine (nil: in Go, as cfsprobe __workload).
 	engineArgs []string
-	// pin is how many CPUs wl keeps to (0: all it may use); see onPinCPUs.
-	pin      int
+	// pin is where wl keeps its threads (nil: on all the CPUs it may
+	// use); see onPinCPUs.
+	pin      *unix.CPUSet
 	self     string
 	host     trace.Host
 	spec     trace.Spec
@@ -113,7 +114,9 @@ func Prepare(cfg Config) (*Plan, error) {
 		p.spec = trace.Spec{Workload: cfg.Workload, Args: append([]string{}, cfg.WorkloadArgs...), Params: jsonParams(wl.Params())}
 		p.engineArgs = workload.EngineArgs(wl)
 		if pw, ok := wl.(workload.Pinned); ok && cfg.Limits.Cpuset == "" {
-			p.pin = pw.PinCPUs()
+			if set, ok := workload.PinSet(pw.PinCPUs()); ok {
+				p.pin = &set
+			}
 		}
 		p.spec.Params["engine"] = "go"
 		if p.engineArgs != nil {
@@ -334,8 +337,8 @@ func Finish(tr *trace.Trace, samples []trace.CounterSample, wallNs int64) {
 	}
 }
 
-// onPinCPUs runs fn on a thread whose CPU affinity is that of a workload
-// pinned to pin CPUs (workload.PinSet); with nothing to pin, it just runs
+// onPinCPUs runs fn on a thread whose CPU affinity is set, the CPUs a
+// pinned workload keeps to (workload.PinSet); with no set, it just runs
 // fn. Run creates the group and starts the workload through it, so that
 // the group's period timer and the workload share their CPUs.
 //
@@ -353,15 +356,14 @@ func Finish(tr *trace.Trace, samples []trace.CounterSample, wallNs int64) {
 //
 // With --cpuset the group's cpuset decides where the workload may run:
 // the lab does not pin ahead then, and the workload pins itself.
-func onPinCPUs(pin int, fn func() error) error {
-	set, ok := workload.PinSet(pin)
-	if !ok {
+func onPinCPUs(set *unix.CPUSet, fn func() error) error {
+	if set == nil {
 		return fn()
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var saved unix.CPUSet
-	if unix.SchedGetaffinity(0, &saved) != nil || unix.SchedSetaffinity(0, &set) != nil {
+	if unix.SchedGetaffinity(0, &saved) != nil || unix.SchedSetaffinity(0, set) != nil {
 		return fn()
 	}
 	defer func() { _ = unix.SchedSetaffinity(0, &saved) }()

@@ -157,9 +157,8 @@ chmod 755 "$root/init"
 # also get the host's highest nice priority.
 pin_vcpus() {
 	[[ ${CFSPROBE_VM_PIN:-1} == 1 ]] || return 0
-	local host_cpus qpid i t comm n
-	host_cpus=$(nproc)
-	((host_cpus >= smp)) || return 0
+	local qpid i t comm n
+	(($(nproc) >= smp)) || return 0
 	for ((i = 0; i < 100; i++)); do
 		qpid=$(cat "$work/qemu.pid" 2>/dev/null || true)
 		if [[ -n $qpid ]] && (($(grep -l '^CPU [0-9]*/TCG' /proc/"$qpid"/task/*/comm 2>/dev/null | wc -l) >= smp)); then
@@ -175,7 +174,7 @@ pin_vcpus() {
 		else
 			n=0
 		fi
-		taskset -pc "$((n % host_cpus))" "${t##*/}" >/dev/null 2>&1 || true
+		taskset -pc "$n" "${t##*/}" >/dev/null 2>&1 || true
 		# Ahead of anything else the host runs on that CPU.
 		renice -n -20 -p "${t##*/}" >/dev/null 2>&1 || true
 	done
