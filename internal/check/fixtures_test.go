@@ -370,7 +370,7 @@ func finish(tr *trace.Trace, c *counters, ops []trace.Sample, end int64) *trace.
 	samples := c.samples(last+tr.SampleIntervalNs, tr.SampleIntervalNs, 3300*usNs)
 	tr.Process.RusageNs = samples[len(samples)-1].UsageNs
 	tr.Process.SelfCPUNs = tr.Process.RusageNs
-	lab.Finish(tr, samples, end)
+	lab.Finish(tr, samples, end, true)
 	return tr
 }
 

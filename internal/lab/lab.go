@@ -294,15 +294,18 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 			return nil, err
 		}
 	}
-	Finish(tr, smp.samples, wallNs)
+	Finish(tr, smp.samples, wallNs, true)
 	return tr, nil
 }
 
 // Finish computes the timeline, the summary and the checks of a trace
-// from its counter samples.
-func Finish(tr *trace.Trace, samples []trace.CounterSample, wallNs int64) {
+// from its counter samples. fresh says the group ran nothing before the
+// first sample (the lab made it).
+func Finish(tr *trace.Trace, samples []trace.CounterSample, wallNs int64, fresh bool) {
 	first, last := samples[0], samples[len(samples)-1]
-	tr.Periods = trace.BuildTimeline(samples, tr.Limits.PeriodUs*1000, !tr.Limits.Unlimited())
+	tr.Periods = trace.BuildTimeline(samples, trace.TrackerConfig{
+		Period: tr.Limits.Period(), Quota: tr.Limits.Quota(), CPUs: tr.Host.CPUs, FromStart: fresh,
+	})
 	s := &tr.Summary
 	s.WallNs = wallNs
 	s.UsageNs = last.UsageNs - first.UsageNs

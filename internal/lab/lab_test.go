@@ -21,7 +21,7 @@ func TestFinish(t *testing.T) {
 		p := (t + 5*ms) / (100 * ms)
 		s = append(s, trace.CounterSample{T: t, UsageNs: min(t/5, 60*ms), NrPeriods: 7 + p, NrThrottled: 3 + p, ThrottledNs: p * 50 * ms})
 	}
-	Finish(tr, s, 300*ms)
+	Finish(tr, s, 300*ms, true)
 	sum := tr.Summary
 	if sum.NrPeriods != 3 || sum.NrThrottled != 3 || sum.ThrottledNs != 150*ms || sum.UsageNs != 60*ms {
 		t.Errorf("summary %+v", sum)
@@ -33,7 +33,7 @@ func TestFinish(t *testing.T) {
 		t.Errorf("checks %+v", tr.Checks)
 	}
 	tr2 := &trace.Trace{Limits: tr.Limits, Spec: tr.Spec, Process: trace.Process{RusageNs: 50e6}}
-	Finish(tr2, s, 300*ms)
+	Finish(tr2, s, 300*ms, true)
 	if tr2.Checks[1].OK || !strings.Contains(tr2.Checks[1].Detail, "+20.00%") {
 		t.Errorf("a 20%% usage mismatch passes: %+v", tr2.Checks[1])
 	}

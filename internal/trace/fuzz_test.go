@@ -1,9 +1,11 @@
-package trace
+package trace_test
 
 import (
 	"encoding/binary"
 	"reflect"
 	"testing"
+
+	. "github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // decodeSamples turns fuzz bytes into monotone counters the kernel could
@@ -75,9 +77,9 @@ func FuzzBuildTimeline(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, period uint16, kernel bool) {
 		periodNs := int64(period%2000) + 1
 		s := decodeSamples(data, periodNs)
-		ps := BuildTimeline(s, periodNs, kernel)
+		ps := BuildTimeline(s, kernelConfig(periodNs, kernel))
 		checkInvariants(t, s, periodNs, kernel, ps)
-		if again := BuildTimeline(s, periodNs, kernel); !reflect.DeepEqual(ps, again) {
+		if again := BuildTimeline(s, kernelConfig(periodNs, kernel)); !reflect.DeepEqual(ps, again) {
 			t.Fatal("BuildTimeline is not deterministic")
 		}
 	})

@@ -1,21 +1,25 @@
-package trace
+package trace_test
 
 import (
 	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
+
+	. "github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/trace/tracetest"
 )
 
 const ms = int64(1_000_000)
 
-// group simulates a group under CFS bandwidth control the way the kernel
-// counts it: boundaries at phase + k*period (k >= 0) bump nr_periods, and
-// nr_throttled when the period that ended ran out of quota. In period k
-// (the one ending at boundary k) the group runs at rate CPUs from the
-// period's start until it has used min(demand(k), quota).
+// group is a tracetest.Group described the way these tests think of it:
+// the run starts at 0, boundary k (k >= 0) is at phase + k*period, and in
+// the period that boundary k ends the group runs at rate CPUs from the
+// period's start until it has used min(demand(k), quota), and is throttled
+// when it wanted more (its run queues then stand still to the boundary).
 type group struct {
-	period, phase int64 // 0 < phase <= period; the run starts at 0
+	period, phase int64 // 0 < phase <= period
 	quota         int64
 	rate          float64
 	demand        func(k int64) int64
@@ -23,47 +27,35 @@ type group struct {
 
 func (g group) boundary(k int64) int64 { return g.phase + k*g.period }
 
-// periodOf is the k of the period that contains t (t >= 0).
-func (g group) periodOf(t int64) int64 {
-	if t < g.phase {
-		return 0
-	}
-	return (t-g.phase)/g.period + 1
-}
-
 func (g group) used(k int64) int64 { return min(g.demand(k), g.quota) }
 
 func (g group) throttled(k int64) bool { return g.demand(k) > g.quota }
 
-// start is when period k begins within the run.
-func (g group) start(k int64) int64 { return max(0, g.boundary(k)-g.period) }
-
-// runFor is how long the group runs in period k.
-func (g group) runFor(k int64) int64 { return int64(float64(g.used(k)) / g.rate) }
-
-// at returns the counters as cpu.stat would show them at time t.
-func (g group) at(t int64) CounterSample {
-	s := CounterSample{T: t}
-	cur := g.periodOf(t)
-	for k := int64(0); k < cur; k++ { // periods that ended at or before t
-		s.UsageNs += g.used(k)
-		s.NrPeriods++
-		if g.throttled(k) {
-			s.NrThrottled++
-			s.ThrottledNs += g.boundary(k) - g.start(k) - g.runFor(k)
-		}
+// sim is g as the one simulated group of the tests: its period k is g's.
+func (g group) sim() tracetest.Group {
+	return tracetest.Group{
+		Period: time.Duration(g.period), Phase: time.Duration(g.phase - g.period), CPUs: g.rate,
+		Usage:     func(k int) time.Duration { return time.Duration(g.used(int64(k))) },
+		Throttled: func(k int) bool { return g.throttled(int64(k)) },
+		ThrottledTime: func(k int) time.Duration {
+			run := float64(g.used(int64(k))) / g.rate
+			return time.Duration((float64(g.period) - run) * g.rate)
+		},
 	}
-	ran := min(t-g.start(cur), g.runFor(cur))
-	s.UsageNs += min(int64(float64(ran)*g.rate), g.used(cur))
-	return s
 }
 
 func (g group) sample(times []int64) []CounterSample {
-	out := make([]CounterSample, len(times))
+	ts := make([]time.Duration, len(times))
 	for i, t := range times {
-		out[i] = g.at(t)
+		ts[i] = time.Duration(t)
 	}
-	return out
+	return g.sim().SampleAt(ts)
+}
+
+// config is the tracker configuration of a group with the given period
+// and quota on a node of two CPUs.
+func config(period, quota int64) TrackerConfig {
+	return TrackerConfig{Period: time.Duration(period), Quota: time.Duration(quota), CPUs: 2}
 }
 
 // regular returns sampling times 0, every, 2*every, ... up to end.
@@ -98,10 +90,33 @@ func alternating(quota int64) func(int64) int64 {
 	}
 }
 
+// blurred says whether the readings saw p closely, or may not have
+// (-1: either will do): they did not when an end lies in an interval of
+// more than half a period or it started before the first reading; they
+// did when, besides, it started well after the first reading.
+func blurred(s []CounterSample, p Period, period int64) int {
+	long := func(x int64) bool {
+		for i := 1; i < len(s); i++ {
+			if s[i].T >= x {
+				return s[i].T-s[i-1].T > period/2
+			}
+		}
+		return true
+	}
+	switch {
+	case long(p.EndNs) || long(p.StartNs) || p.StartNs < s[0].T:
+		return 1
+	case p.StartNs > s[0].T+period/2:
+		return 0
+	}
+	return -1
+}
+
 // checkAgainstTruth compares a kernel timeline with the simulated group:
 // every period ends within endTol of a true boundary, starts one period
-// earlier, is throttled exactly when that period was, and its usage is
-// within usageTol of the truth.
+// earlier, is throttled exactly when that period was, and, unless it is
+// blurred (the first one starts before the readings), its usage is within
+// usageTol of the truth.
 func checkAgainstTruth(t *testing.T, g group, samples []CounterSample, ps []Period, endTol, usageTol int64) {
 	t.Helper()
 	first, last := samples[0], samples[len(samples)-1]
@@ -125,8 +140,14 @@ func checkAgainstTruth(t *testing.T, g group, samples []CounterSample, ps []Peri
 		if p.Throttled != g.throttled(k) {
 			t.Errorf("period %d (k=%d): Throttled = %v, want %v", i, k, p.Throttled, g.throttled(k))
 		}
-		if d := p.UsageNs - g.used(k); d < -usageTol || d > usageTol {
+		if want := blurred(samples, p, g.period); want >= 0 && p.Blurred != (want == 1) {
+			t.Errorf("period %d (k=%d) from %d: Blurred = %v, want %v", i, k, p.StartNs, p.Blurred, want)
+		}
+		if d := p.UsageNs - g.used(k); !p.Blurred && (d < -usageTol || d > usageTol) {
 			t.Errorf("period %d (k=%d): usage %d, want %d ± %d", i, k, p.UsageNs, g.used(k), usageTol)
+		}
+		if p.UsageMaxNs < p.UsageNs {
+			t.Errorf("period %d (k=%d): usage at most %d, below its usage %d", i, k, p.UsageMaxNs, p.UsageNs)
 		}
 		if i > 0 && p.EndNs <= ps[i-1].EndNs {
 			t.Errorf("period %d ends at %d, not after period %d (%d)", i, p.EndNs, i-1, ps[i-1].EndNs)
@@ -159,7 +180,7 @@ func TestBuildTimelineRegularGrid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := group{period: tc.period, phase: tc.phase, quota: tc.quota, rate: tc.rate, demand: alternating(tc.quota)}
 			samples := g.sample(regular(tc.every, 30*tc.period+tc.every/2))
-			ps := BuildTimeline(samples, tc.period, true)
+			ps := BuildTimeline(samples, config(tc.period, tc.quota))
 			tol := int64(tc.usageTolFrac * tc.rate * float64(tc.every))
 			checkAgainstTruth(t, g, samples, ps, tc.endTol, tol)
 			// All ends lie on one grid of the period.
@@ -202,7 +223,7 @@ func TestBuildTimelineTwoBoundariesInOneInterval(t *testing.T) {
 		}
 	}
 	samples := g.sample(times)
-	ps := BuildTimeline(samples, g.period, true)
+	ps := BuildTimeline(samples, config(g.period, g.quota))
 	checkAgainstTruth(t, g, samples, ps, 5*ms, 10*ms)
 	var got []Period
 	for _, p := range ps {
@@ -230,15 +251,17 @@ func TestBuildTimelineNoPhase(t *testing.T) {
 		{T: 500, UsageNs: 160, NrPeriods: 5, NrThrottled: 1, ThrottledNs: 30, NrBursts: 1, BurstNs: 7},
 	}
 	// Both periods of the first interval used the same (interpolated)
-	// CPU: the earlier one is taken as the throttled one.
+	// CPU: the later one is taken as the throttled one, stalled on one
+	// CPU. The readings are 2.5 periods apart: every period is blurred,
+	// and bounded by all the CPU of its readings.
 	want := []Period{
-		{StartNs: 50, EndNs: 150, UsageNs: 40, Kernel: true, Throttled: true, ThrottledNs: 30},
-		{StartNs: 150, EndNs: 250, UsageNs: 40, Kernel: true},
-		{StartNs: 200, EndNs: 300, UsageNs: 32, Kernel: true},
-		{StartNs: 300, EndNs: 400, UsageNs: 24, Kernel: true},
-		{StartNs: 400, EndNs: 500, UsageNs: 24, Kernel: true, BurstNs: 7},
+		{StartNs: 50, EndNs: 150, UsageNs: 40, UsageMaxNs: 100, RunningCPUs: 0.4, Kernel: true, Blurred: true},
+		{StartNs: 150, EndNs: 250, UsageNs: 40, UsageMaxNs: 100, Throttled: true, ThrottledNs: 30, StallNs: 30, StoppedCPUs: 1, RunningCPUs: 40.0 / 70, Kernel: true, Blurred: true},
+		{StartNs: 200, EndNs: 300, UsageNs: 32, UsageMaxNs: 160, RunningCPUs: 0.32, Kernel: true, Blurred: true},
+		{StartNs: 300, EndNs: 400, UsageNs: 24, UsageMaxNs: 160, RunningCPUs: 0.24, Kernel: true, Blurred: true},
+		{StartNs: 400, EndNs: 500, UsageNs: 24, UsageMaxNs: 160, RunningCPUs: 0.24, BurstNs: 7, Kernel: true, Blurred: true},
 	}
-	got := BuildTimeline(samples, 100, true)
+	got := BuildTimeline(samples, TrackerConfig{Period: 100, Quota: 50})
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("BuildTimeline =\n%+v\nwant\n%+v", got, want)
 	}
@@ -261,7 +284,7 @@ func TestBuildTimelinePhaseConverges(t *testing.T) {
 		g := group{period: period, phase: phase, quota: 30 * ms, rate: 1.5, demand: alternating(30 * ms)}
 		times := jittered(seed, 5*ms, 15*ms, 3000*ms)
 		samples := g.sample(times)
-		ps := BuildTimeline(samples, period, true)
+		ps := BuildTimeline(samples, config(period, 30*ms))
 		const interval = 10 * ms
 		checkAgainstTruth(t, g, samples, ps, interval/4, int64(1.5*2*float64(interval)))
 		if t.Failed() {
@@ -291,38 +314,47 @@ func TestBuildTimelineStampNoise(t *testing.T) {
 		i++
 	}
 	samples[i].T = min(g15+ms, (g15+samples[i+1].T)/2)
-	ps := BuildTimeline(samples, period, true)
+	ps := BuildTimeline(samples, config(period, 30*ms))
 	checkAgainstTruth(t, g, samples, ps, 10*ms/4, 2*10*ms)
 	checkInvariants(t, samples, period, true, ps)
 }
 
-// When the grid moves half-way (the quota was rewritten and the period
-// timer restarted), no phase has a majority and the estimate is refused.
-func TestEstimatePhaseGridMoved(t *testing.T) {
+// When the grid moves (the quota was rewritten and the period timer
+// restarted), the periods follow it: the tracker learns the new grid once
+// two intervals in a row disagree with the old one.
+func TestBuildTimelineGridMoved(t *testing.T) {
 	const period = 100 * ms
 	a := group{period: period, phase: 20 * ms, quota: 30 * ms, rate: 1, demand: alternating(30 * ms)}
 	b := a
 	b.phase = 70 * ms
-	times := regular(10*ms, 2000*ms)
+	at := func(g group, t int64) CounterSample { return g.sample([]int64{t})[0] }
 	var samples []CounterSample
-	for _, t := range times {
-		s := a.at(t)
+	for _, t := range jittered(5, 7*ms, 13*ms, 2000*ms) {
+		s := at(a, t)
 		if t > 1000*ms { // continue the counters on b's grid
-			s = b.at(t)
-			s.NrPeriods += a.at(1000*ms).NrPeriods - b.at(1000*ms).NrPeriods
-			s.NrThrottled += a.at(1000*ms).NrThrottled - b.at(1000*ms).NrThrottled
+			s = at(b, t)
+			s.UsageNs += at(a, 1000*ms).UsageNs - at(b, 1000*ms).UsageNs
+			s.NrPeriods += at(a, 1000*ms).NrPeriods - at(b, 1000*ms).NrPeriods
+			s.NrThrottled += at(a, 1000*ms).NrThrottled - at(b, 1000*ms).NrThrottled
+			s.ThrottledNs += at(a, 1000*ms).ThrottledNs - at(b, 1000*ms).ThrottledNs
 		}
 		samples = append(samples, s)
 	}
-	// Tilt the vote: a longer run on one grid wins it.
-	if p, ok := estimatePhase(samples[:150], period); !ok || mod(p-20*ms, period) > 5*ms && mod(20*ms-p, period) > 5*ms {
-		t.Errorf("estimatePhase (grid a for 10 of 15 periods) = %d, %v; want about %d", p, ok, 20*ms)
-	}
-	if p, ok := estimatePhase(samples, period); ok {
-		t.Errorf("estimatePhase (half on each grid) = %d, true; want no estimate", p)
-	}
-	ps := BuildTimeline(samples, period, true)
+	ps := BuildTimeline(samples, config(period, 30*ms))
 	checkInvariants(t, samples, period, true, ps)
+	for _, p := range ps {
+		g := a
+		switch {
+		case p.EndNs > 1200*ms:
+			g = b
+		case p.EndNs > 1000*ms, p.EndNs < 300*ms:
+			continue // learning the new grid; the first ones, on the grid learnt last
+		}
+		k := int64(math.Round(float64(p.EndNs-g.phase) / float64(g.period)))
+		if d := p.EndNs - g.boundary(k); d < -3*ms || d > 3*ms {
+			t.Errorf("period ending %d: %d from the grid of phase %d", p.EndNs, d, g.phase)
+		}
+	}
 }
 
 // (d) Without a quota the timeline is wall-clock windows of one period
@@ -335,11 +367,11 @@ func TestBuildTimelineWallclock(t *testing.T) {
 		{T: 250, UsageNs: 200, NrPeriods: 9, NrThrottled: 9},
 	}
 	want := []Period{
-		{StartNs: 0, EndNs: 100, UsageNs: 50},
-		{StartNs: 100, EndNs: 200, UsageNs: 100},
-		{StartNs: 200, EndNs: 250, UsageNs: 50},
+		{StartNs: 0, EndNs: 100, UsageNs: 50, RunningCPUs: 0.5},
+		{StartNs: 100, EndNs: 200, UsageNs: 100, RunningCPUs: 1},
+		{StartNs: 200, EndNs: 250, UsageNs: 50, RunningCPUs: 1},
 	}
-	got := BuildTimeline(samples, 100, false)
+	got := BuildTimeline(samples, TrackerConfig{Period: 100})
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("BuildTimeline =\n%+v\nwant\n%+v", got, want)
 	}
@@ -347,7 +379,7 @@ func TestBuildTimelineWallclock(t *testing.T) {
 	// A long run: windows tile [first, last] and usage adds up.
 	g := group{period: 100 * ms, phase: 10 * ms, quota: math.MaxInt64, rate: 0.7, demand: func(int64) int64 { return 50 * ms }}
 	samples = g.sample(jittered(3, 5*ms, 15*ms, 2000*ms))
-	ps := BuildTimeline(samples, 100*ms, false)
+	ps := BuildTimeline(samples, TrackerConfig{Period: time.Duration(100 * ms)})
 	first, last := samples[0], samples[len(samples)-1]
 	if want := int((last.T - first.T + 100*ms - 1) / (100 * ms)); len(ps) != want {
 		t.Fatalf("%d windows, want %d", len(ps), want)
@@ -392,7 +424,7 @@ func TestBuildTimelineDegenerate(t *testing.T) {
 		{"same instant, wallclock", []CounterSample{{T: 7}, {T: 7, UsageNs: 5}}, 100, false},
 	}
 	for _, tc := range tests {
-		ps := BuildTimeline(tc.samples, tc.period, tc.kernel)
+		ps := BuildTimeline(tc.samples, kernelConfig(tc.period, tc.kernel))
 		if ps == nil || len(ps) != 0 {
 			t.Errorf("%s: BuildTimeline = %#v, want an empty, non-nil slice (JSON [])", tc.name, ps)
 		}
@@ -411,7 +443,7 @@ func TestBuildTimelineTornRead(t *testing.T) {
 		{T: 30, UsageNs: 20, NrPeriods: 1, NrThrottled: 1, ThrottledNs: 8}, // ... now
 		{T: 40, UsageNs: 25, NrPeriods: 1, NrThrottled: 1, ThrottledNs: 8},
 	}
-	ps := BuildTimeline(samples, 100, true)
+	ps := BuildTimeline(samples, TrackerConfig{Period: 100, Quota: 50})
 	if CountThrottled(ps) != 1 {
 		t.Errorf("CountThrottled = %d, want 1: %+v", CountThrottled(ps), ps)
 	}
@@ -422,6 +454,16 @@ func TestBuildTimelineTornRead(t *testing.T) {
 	if stall != 8 {
 		t.Errorf("stall time %d, want 8: %+v", stall, ps)
 	}
+}
+
+// kernelConfig is the tracker configuration of a kernel period (with a
+// quota) or of wall-clock windows.
+func kernelConfig(period int64, kernel bool) TrackerConfig {
+	c := TrackerConfig{Period: time.Duration(period)}
+	if kernel {
+		c.Quota = max(c.Period/2, 1)
+	}
+	return c
 }
 
 // randomSamples draws a run of monotone counters as the kernel could show
@@ -542,22 +584,10 @@ func TestBuildTimelineProperties(t *testing.T) {
 		}
 		s := randomSamples(r, 2+r.IntN(40), periodNs)
 		kernel := r.IntN(4) != 0
-		ps := BuildTimeline(s, periodNs, kernel)
+		ps := BuildTimeline(s, kernelConfig(periodNs, kernel))
 		checkInvariants(t, s, periodNs, kernel, ps)
 		if t.Failed() {
 			t.Fatalf("iteration %d: period %d, kernel %v, samples %+v", iter, periodNs, kernel, s)
-		}
-	}
-}
-
-func TestUsageAt(t *testing.T) {
-	s := []CounterSample{{T: 10, UsageNs: 100}, {T: 20, UsageNs: 200}, {T: 20, UsageNs: 300}, {T: 40, UsageNs: 500}}
-	tests := []struct{ t, want int64 }{
-		{0, 100}, {10, 100}, {15, 150}, {20, 200}, {30, 400}, {40, 500}, {99, 500},
-	}
-	for _, tc := range tests {
-		if got := usageAt(s, tc.t); got != tc.want {
-			t.Errorf("usageAt(%d) = %d, want %d", tc.t, got, tc.want)
 		}
 	}
 }

@@ -152,23 +152,78 @@ type Cgroup struct {
 	Version int    `json:"version"`
 }
 
-// Period is one entry of the timeline. Times are nanoseconds since the
-// start of the run (the workload's release into its group).
+// Period is one entry of the timeline: one enforcement period of the
+// kernel's (Kernel), or, for an unlimited run, a wall-clock window of one
+// period. Times are nanoseconds since the start of the run. Each figure
+// has one definition, given here and in docs/trace.md; the Tracker works
+// them out, the same way for the lab, the monitor and record.
 type Period struct {
 	StartNs int64 `json:"start_ns"`
 	EndNs   int64 `json:"end_ns"`
 	// UsageNs is the CPU time the group used in the period.
 	UsageNs int64 `json:"usage_ns"`
+	// UsageMaxNs is the most the group can have used in the period, given
+	// where the readings around its two ends put them and that it runs on
+	// at most the node's CPUs (at least UsageNs; 0 in traces written
+	// before it was recorded).
+	UsageMaxNs int64 `json:"usage_max_ns,omitempty"`
 	// Throttled is true when the kernel counted the period as throttled.
 	Throttled bool `json:"throttled"`
-	// ThrottledNs is the stall time the kernel accounted at the end of the
-	// period (time the group's runqueues spent throttled).
+	// ThrottledNs is the throttled time the kernel accounted for the
+	// period: the time the group's run queues stood still, summed over
+	// them (two CPUs stopped for 50 ms count 100 ms).
 	ThrottledNs int64 `json:"throttled_ns"`
+	// StallNs is the wall time the group stood still in a throttled
+	// period: ThrottledNs divided by StoppedCPUs, at most the period (0
+	// when not throttled).
+	StallNs int64 `json:"stall_ns,omitempty"`
+	// StoppedCPUs is the number of CPUs whose run queues the kernel
+	// throttled in the period (0 when not throttled).
+	StoppedCPUs int `json:"stopped_cpus,omitempty"`
+	// RunningCPUs is how many CPUs the group kept busy on average while
+	// it was not stopped: UsageNs / (period - StallNs).
+	RunningCPUs float64 `json:"running_cpus,omitempty"`
+	// DebtNs is the CPU time the group had used beyond its quota (and
+	// burst) in earlier periods and not yet paid back when the period
+	// began: the kernel takes it from the next refill, so a group in debt
+	// is throttled without running.
+	DebtNs int64 `json:"debt_ns,omitempty"`
 	// BurstNs is the CPU time taken from the burst pool.
 	BurstNs int64 `json:"burst_ns"`
 	// Kernel is false for wall-clock windows of an unlimited run, where the
 	// kernel enforces no period.
 	Kernel bool `json:"kernel"`
+	// Blurred is true when the readings did not see the period closely:
+	// an end fell in readings more than half a period apart (the reader
+	// was starved, the group woke up from idle), or it began before the
+	// first reading. Its usage is an interpolation across the gap.
+	Blurred bool `json:"blurred,omitempty"`
+
+	stop stopAt // where the readings put the group's stop (Tracker)
+}
+
+// UnderQuotaRatio is the line below which a throttled period counts as
+// throttled under quota.
+const UnderQuotaRatio = 0.5
+
+// UsageRatio is the period's usage as a fraction of quota (0 without a
+// quota).
+func (p Period) UsageRatio(quota time.Duration) float64 {
+	if quota <= 0 {
+		return 0
+	}
+	return float64(p.UsageNs) / float64(quota)
+}
+
+// ThrottledUnderQuota reports whether the kernel throttled the group in
+// the period while it used less than UnderQuotaRatio of its quota, which
+// a correct kernel never does (the defect of Linux 3.16 to 5.3 that
+// cfsprobe check looks for). It judges by the most the readings allow
+// (UsageMaxNs) plus the overrun of earlier periods the group was paying
+// back (DebtNs), so that a period the readings blur, or one throttled for
+// an earlier overrun, is not taken for one throttled under quota.
+func (p Period) ThrottledUnderQuota(quota time.Duration) bool {
+	return p.Throttled && quota > 0 && float64(max(p.UsageMaxNs, p.UsageNs)+p.DebtNs) < UnderQuotaRatio*float64(quota)
 }
 
 // Process is the workload process's own account.
