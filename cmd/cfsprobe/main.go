@@ -90,7 +90,7 @@ operation.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see: %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(), newSuiteCmd(), newReportCmd(), newCleanupCmd(), newVersionCmd(), newCheckCmd(), newTopCmd(), newExporterCmd(), newCpusCmd(), newExecCmd())
+	root.AddCommand(newRunCmd(), newSuiteCmd(), newReportCmd(), newCleanupCmd(), newVersionCmd(), newCheckCmd(), newTopCmd(), newRecordCmd(), newExporterCmd(), newCpusCmd(), newExecCmd())
 	return root
 }
 

@@ -109,7 +109,7 @@ func runTop(c *cobra.Command, f *topFlags) error {
 		return usageErr("--cgroup-root %s: %v", f.cgroupRoot, err)
 	}
 	src := top.NewTreeSource(root, f.all)
-	opts := top.Options{Interval: f.interval, Sort: key, All: f.all, Host: top.HostFacts(root), Highlight: true}
+	opts := top.Options{Interval: f.interval, Sort: key, All: f.all, Host: root.HostFacts("/proc", "/sys"), Highlight: true}
 
 	ctx, sig, stop := signalContext()
 	defer stop()

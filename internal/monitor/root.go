@@ -14,11 +14,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // Root is a cgroup root directory with its layout worked out: where the
@@ -174,4 +176,20 @@ func subdir(dir, name string) (string, bool) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// HostFacts describes the machine whose cgroup tree r is; procRoot and
+// sysRoot locate /proc and /sys.
+func (r *Root) HostFacts(procRoot, sysRoot string) trace.Host {
+	h := trace.Host{
+		Arch: runtime.GOARCH, Kernel: cgroup.KernelRelease(procRoot), CPUs: cgroup.OnlineCPUs(sysRoot),
+		CgroupMode: string(r.Mode), CPUController: r.Version, SliceUs: cgroup.SliceUs(procRoot),
+	}
+	h.Hostname, _ = os.Hostname()
+	if r.Version == 1 {
+		h.BurstSupported = fileExists(filepath.Join(r.CPUDir, "cpu.cfs_burst_us"))
+	} else if ma, mi, ok := cgroup.ParseKernelRelease(h.Kernel); ok {
+		h.BurstSupported = ma > 5 || ma == 5 && mi >= 14 // cpu.max.burst came with 5.14
+	}
+	return h
 }

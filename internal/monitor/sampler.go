@@ -26,6 +26,13 @@ type SamplerOptions struct {
 	UsageBuckets []float64 // upper bounds of the usage ratio histogram's buckets
 	StallBuckets []float64 // upper bounds of the stall histogram's buckets, in seconds
 	Errors       *ReadErrors
+	// Clock is the samples' clock, monotonic ns (default: since the
+	// program started); Periods, when set, is given every period handed
+	// out, with the group's path, on the sampler's thread (it must not
+	// block). Together they let a caller compare the sampler's periods
+	// with another reader's.
+	Clock   func() int64
+	Periods func(path string, p trace.Period)
 }
 
 // Sampler follows groups with a quota at period resolution: it reads
@@ -188,7 +195,7 @@ func (s *Sampler) Run(ctx context.Context) {
 	defer timer.Stop()
 	gap := int64(100 * time.Millisecond)
 	for {
-		started := clock()
+		started := s.now()
 		next, interval := s.pass(started, gap)
 		planned := next
 		if interval > 0 {
@@ -196,7 +203,7 @@ func (s *Sampler) Run(ctx context.Context) {
 			planned = min(next, started+gap)
 		}
 		planned = max(planned, started+int64(minPassGap))
-		timer.Reset(time.Duration(planned - clock()))
+		timer.Reset(time.Duration(planned - s.now()))
 		select {
 		case <-ctx.Done():
 			return
@@ -204,7 +211,7 @@ func (s *Sampler) Run(ctx context.Context) {
 			continue // new groups: read them now
 		case <-timer.C:
 		}
-		if interval > 0 && clock()-planned > interval {
+		if interval > 0 && s.now()-planned > interval {
 			s.overruns.Add(1)
 		}
 	}
@@ -296,7 +303,7 @@ func (s *Sampler) sample(g *sampled) error {
 	period := int64(g.target.Limits.Period)
 	if g.idle {
 		// Quiet: watch nr_periods alone (cpu.stat, one read).
-		t := clock()
+		t := s.now()
 		b, err := g.files.stat.read(s.buf[:])
 		if err == nil {
 			var st cgroup.Stat
@@ -322,10 +329,10 @@ func (s *Sampler) sample(g *sampled) error {
 		// Half-way between boundaries cpu.stat has nothing new: nr_periods
 		// and nr_throttled move at boundaries, throttled time when the
 		// group is let go at one. The usage alone, one read.
-		t0 := clock()
+		t0 := s.now()
 		st = g.last
 		st.UsageNs, err = g.files.readUsage(s.buf[:])
-		t, file = t0+(clock()-t0)/2, "cpuacct.usage"
+		t, file = t0+(s.now()-t0)/2, "cpuacct.usage"
 	} else {
 		st, t, file, err = s.readStamped(g)
 	}
@@ -351,7 +358,12 @@ func (s *Sampler) sample(g *sampled) error {
 		return nil
 	}
 	quota := g.target.Limits.Quota
-	emit := func(p trace.Period) { g.hist.Observe(p, quota) }
+	emit := func(p trace.Period) {
+		g.hist.Observe(p, quota)
+		if s.opts.Periods != nil {
+			s.opts.Periods(g.target.Group.Path, p)
+		}
+	}
 	g.tracker.Add(trace.CounterSample{
 		T: t, UsageNs: st.UsageNs, NrPeriods: st.NrPeriods, NrThrottled: st.NrThrottled,
 		ThrottledNs: st.ThrottledNs, NrBursts: st.NrBursts, BurstNs: st.BurstNs,
@@ -413,9 +425,9 @@ const maxReadSpan = 200 * int64(time.Microsecond)
 // instant as far as the sampling interval can tell.
 func (s *Sampler) readStamped(g *sampled) (st cgroup.Stat, t int64, file string, err error) {
 	for try := 0; ; try++ {
-		t0 := clock()
+		t0 := s.now()
 		st, file, err = g.files.read(s.buf[:])
-		t1 := clock()
+		t1 := s.now()
 		if err != nil || t1-t0 <= maxReadSpan || try == 2 {
 			return st, t0 + (t1-t0)/2, file, err
 		}
@@ -425,8 +437,14 @@ func (s *Sampler) readStamped(g *sampled) (st cgroup.Stat, t int64, file string,
 // samplerEpoch is the origin of the samples' clock (monotonic).
 var samplerEpoch = time.Now()
 
-// clock is the samples' clock: ns since samplerEpoch.
-func clock() int64 { return int64(time.Since(samplerEpoch)) }
+// now is the samples' clock: SamplerOptions.Clock, or ns since
+// samplerEpoch.
+func (s *Sampler) now() int64 {
+	if s.opts.Clock != nil {
+		return s.opts.Clock()
+	}
+	return int64(time.Since(samplerEpoch))
+}
 
 func (s *Sampler) close() {
 	s.mu.Lock()

@@ -2,8 +2,6 @@ package top
 
 import (
 	"fmt"
-	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -63,13 +61,6 @@ func (s *TreeSource) Read() (Snapshot, error) {
 	}
 	snap.At = s.now()
 	return snap, nil
-}
-
-// HostFacts describes the machine whose tree root is, for the header.
-func HostFacts(root *monitor.Root) trace.Host {
-	h := trace.Host{Arch: runtime.GOARCH, Kernel: cgroup.KernelRelease("/proc"), CPUs: cgroup.OnlineCPUs("/sys"), CgroupMode: string(root.Mode), CPUController: root.Version}
-	h.Hostname, _ = os.Hostname()
-	return h
 }
 
 // hostLine is the host part of the header: "node1  Linux 6.1.0  cgroup v1  2 CPUs".

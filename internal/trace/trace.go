@@ -194,9 +194,12 @@ type Period struct {
 	// kernel enforces no period.
 	Kernel bool `json:"kernel"`
 	// Blurred is true when the readings did not see the period closely:
-	// an end fell in readings more than half a period apart (the reader
-	// was starved, the group woke up from idle), or it began before the
-	// first reading. Its usage is an interpolation across the gap.
+	// an end could not be placed to within a millisecond (the grid of
+	// the kernel's period timer was not learnt yet, and the readings
+	// around it were further apart), fell in readings more than half a
+	// period apart (the reader was starved, the group woke up from
+	// idle), or it began before the first reading. Its usage is an
+	// interpolation across the gap, and UsageMaxNs bounds it.
 	Blurred bool `json:"blurred,omitempty"`
 
 	stop stopAt // where the readings put the group's stop (Tracker)

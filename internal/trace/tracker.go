@@ -92,7 +92,13 @@ type Tracker struct {
 	// starts with it.
 	lastEnd, lastEndUsage int64
 	haveEnd               bool
+	lastEndPlaced         bool // the last boundary was placed to within endFine
 }
+
+// endFine is how closely a boundary must be placed for its periods to be
+// seen closely: before the grid is learnt, one is placed at the reading
+// that saw it, which may be a sampling interval late.
+const endFine = int64(time.Millisecond)
 
 // trackerRing is how many samples a streaming tracker keeps: two periods
 // and a half at ten samples per period, the span a pending period needs.
@@ -214,15 +220,18 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		_, uHi := t.usageBounds(hi)
 		uLo, _ := t.usageBounds(lo)
 		p := Period{StartNs: s, EndNs: e, Kernel: true, UsageNs: max(ue-us, 0), UsageMaxNs: max(uHi-uLo, ue-us, 0), stop: t.stopped(s, e)}
-		// Seen closely: both ends in readings at most half a period
-		// apart (not a starved sampler, not a group waking from idle),
-		// and the start after the first reading, unless the group ran
-		// nothing before it.
+		// Seen closely: both ends placed to within endFine (on the
+		// learnt grid, or between readings that close), in readings at
+		// most half a period apart (not a starved sampler, not a group
+		// waking from idle), and the start after the first reading,
+		// unless the group ran nothing before it.
+		placed := onGrid || b.T-a.T <= endFine
+		startPlaced := !(t.haveEnd && s == t.lastEnd) || t.lastEndPlaced
 		before := lo < t.at(0).T && !t.start
-		p.Blurred = !fineAB || before || (s >= t.at(0).T && !t.fine(s))
+		p.Blurred = !fineAB || !placed || !startPlaced || before || (s >= t.at(0).T && !t.fine(s))
 		ps = append(ps, p)
 	}
-	t.lastEnd, t.lastEndUsage, t.haveEnd = end, uEnd, true
+	t.lastEnd, t.lastEndUsage, t.haveEnd, t.lastEndPlaced = end, uEnd, true, onGrid || b.T-a.T <= endFine
 	dt := int(min(dthr, dp))
 	if dt > 0 {
 		// Mark the dt periods that used the most CPU (the latest of equals).

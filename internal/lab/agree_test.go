@@ -1,0 +1,209 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+const agreeParent = "cfsprobe-test-agree"
+
+// Lab and fleet agree exactly: one real group followed at once by the
+// lab's sampler (run, record) and by the monitor's (top, exporter) comes
+// out as the same periods: the same number of them and of throttled
+// ones, usage per period within 1 %, stall per period within 1 ms. Both
+// go through trace.Tracker; they read the counters at different moments
+// (the lab ten times a period at random, the monitor two or three times
+// around each boundary once it has the grid), so this checks that the
+// periods do not depend on when they were read.
+func TestLabAndMonitorAgree(t *testing.T) {
+	l := testenv.NeedCgroups(t)
+	for _, tc := range []struct {
+		name   string
+		limits cgroup.Limits
+		wl     string
+		args   []string
+	}{
+		{"bursty 50/50 under 0.2 CPU", cgroup.Limits{Period: 100 * time.Millisecond, Quota: 20 * time.Millisecond},
+			"bursty", []string{"--on", "50ms", "--off", "50ms", "--duration", "6s"}},
+		{"2 threads under 1 CPU", cgroup.Limits{Period: 100 * time.Millisecond, Quota: 100 * time.Millisecond},
+			"parallel", []string{"--threads", "2", "--duration", "6s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Noise on a shared 2-CPU machine (a preempted reader, a late
+			// timer) can cost one comparison: three tries.
+			var err error
+			for try := 1; try <= 3; try++ {
+				if err = agreeOnce(t, l, tc.limits, tc.wl, tc.args); err == nil {
+					return
+				}
+				t.Logf("try %d: %v", try, err)
+			}
+			t.Fatal(err)
+		})
+	}
+	testenv.NoLeftovers(t, l, agreeParent)
+}
+
+func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, args []string) error {
+	t.Helper()
+	wl, err := workload.Parse(name, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engineArgs := workload.EngineArgs(wl)
+	if engineArgs == nil {
+		t.Fatal("this test binary was built without the C engine: run make native first")
+	}
+	path, err := workload.EnginePath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := cgroup.NewManager(l, agreeParent).Create(cgroup.GroupName("agree"), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := g.Destroy(); err != nil {
+			t.Errorf("remove the group: %v", err)
+		}
+	}()
+	root, err := monitor.OpenRoot("/sys/fs/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg, err := root.GroupAt(g.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mlim, err := mg.Limits()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One clock for both: CLOCK_MONOTONIC from t0.
+	t0 := workload.ClockMono()
+	var mu sync.Mutex
+	var fleet []trace.Period
+	s := monitor.NewSampler(monitor.SamplerOptions{
+		MaxGroups: 1, CPUs: cgroup.OnlineCPUs("/sys"),
+		UsageBuckets: []float64{1}, StallBuckets: []float64{1},
+		Clock: func() int64 { return workload.ClockMono() - t0 },
+		Periods: func(_ string, p trace.Period) {
+			mu.Lock()
+			fleet = append(fleet, p)
+			mu.Unlock()
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	s.Follow([]monitor.Target{{Group: mg, Limits: mlim}})
+
+	s0, err := g.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	smp := newSampler(g, t0, 10*time.Millisecond)
+	smp.add(s0, workload.ClockMono()-t0)
+	go smp.loop()
+
+	cmd := exec.Command(path, engineArgs...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cgroup.Start(cmd, g); err != nil {
+		smp.stop()
+		cancel()
+		<-done
+		t.Fatal(err)
+	}
+	werr := cmd.Wait()
+	// The periods after the workload ended: the group's timer runs one
+	// more and stops; both readers see it.
+	time.Sleep(300 * time.Millisecond)
+	smp.sampleNow()
+	smp.stop()
+	cancel()
+	<-done
+	if werr != nil {
+		t.Fatalf("the workload failed: %v", werr)
+	}
+	if smp.err != nil {
+		t.Fatal(smp.err)
+	}
+	lab := trace.BuildTimeline(smp.samples, trace.TrackerConfig{Period: lim.Period, Quota: lim.Quota, CPUs: cgroup.OnlineCPUs("/sys"), FromStart: true})
+	first, last := smp.samples[0], smp.samples[len(smp.samples)-1]
+	kernel := last.NrThrottled - first.NrThrottled
+	if got := trace.CountThrottled(lab); got != kernel || kernel < 40 {
+		return fmt.Errorf("the lab's timeline has %d throttled periods, the kernel counted %d (want 40 or more)", got, kernel)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return comparePeriods(t, lab, fleet, lim.Period)
+}
+
+// comparePeriods matches the lab's periods with the monitor's by their
+// ends (the same clock) and compares them.
+func comparePeriods(t *testing.T, lab, fleet []trace.Period, period time.Duration) error {
+	t.Helper()
+	if len(fleet) == 0 {
+		return fmt.Errorf("the monitor handed out no period")
+	}
+	// The periods both readers saw: the monitor's first and last ones
+	// bound them (it reads the group until its timer stops).
+	from, to := fleet[0].EndNs, fleet[len(fleet)-1].EndNs
+	within := func(ps []trace.Period) []trace.Period {
+		var out []trace.Period
+		for _, p := range ps {
+			if p.EndNs >= from-int64(period/2) && p.EndNs <= to+int64(period/2) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	a, b := within(lab), within(fleet)
+	if len(a) != len(b) {
+		return fmt.Errorf("%d periods in the lab's timeline, %d in the monitor's, over the same span", len(a), len(b))
+	}
+	if ta, tb := trace.CountThrottled(a), trace.CountThrottled(b); ta != tb {
+		return fmt.Errorf("%d throttled periods in the lab's timeline, %d in the monitor's", ta, tb)
+	}
+	var worstUse float64
+	var worstStall time.Duration
+	for i := range a {
+		p, q := a[i], b[i]
+		if d := p.EndNs - q.EndNs; math.Abs(float64(d)) > float64(period/10) {
+			return fmt.Errorf("period %d ends at %v in the lab's timeline, at %v in the monitor's", i, time.Duration(p.EndNs), time.Duration(q.EndNs))
+		}
+		if p.Throttled != q.Throttled {
+			return fmt.Errorf("period %d (ending %v): throttled %v in the lab's timeline, %v in the monitor's", i, time.Duration(p.EndNs), p.Throttled, q.Throttled)
+		}
+		if p.Blurred || q.Blurred {
+			continue
+		}
+		if ref := max(p.UsageNs, q.UsageNs); ref > 0 {
+			d := math.Abs(float64(p.UsageNs-q.UsageNs)) / float64(ref)
+			worstUse = max(worstUse, d)
+			if d > 0.01 {
+				return fmt.Errorf("period %d (ending %v): usage %v in the lab's timeline, %v in the monitor's (%.1f%% apart)", i, time.Duration(p.EndNs), time.Duration(p.UsageNs), time.Duration(q.UsageNs), 100*d)
+			}
+		}
+		d := time.Duration(p.StallNs - q.StallNs).Abs()
+		worstStall = max(worstStall, d)
+		if d > time.Millisecond {
+			return fmt.Errorf("period %d (ending %v): stall %v in the lab's timeline, %v in the monitor's", i, time.Duration(p.EndNs), time.Duration(p.StallNs), time.Duration(q.StallNs))
+		}
+	}
+	t.Logf("%d periods, %d throttled, alike: usage within %.2f%%, stall within %v", len(a), trace.CountThrottled(a), 100*worstUse, worstStall)
+	return nil
+}

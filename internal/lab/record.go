@@ -1,0 +1,92 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+// Recorded is the spec.workload of a trace of a live group (Record).
+const Recorded = "recorded"
+
+// RecordConfig describes the recording of a live group.
+type RecordConfig struct {
+	// Group is the group to follow (monitor.Root.Find).
+	Group monitor.Group
+	// Duration is how long to follow it; 0: until ctx is done.
+	Duration time.Duration
+	// SampleInterval overrides how often counters are read (default:
+	// period/10, at most 10 ms).
+	SampleInterval time.Duration
+	// Args say how the group was selected, for the trace's spec.
+	Args []string
+	// Host describes the machine (HostFacts).
+	Host trace.Host
+}
+
+// Record follows a live group, run by someone else, for cfg.Duration or
+// until ctx is done, and returns its trace: the same timeline, summary
+// and checks as a lab run's, with spec.workload "recorded" and no
+// per-operation latency. Cancelling ctx ends the recording early; that
+// is not an error.
+func Record(ctx context.Context, cfg RecordConfig) (*trace.Trace, error) {
+	g := cfg.Group
+	lim, err := g.Limits()
+	if err != nil {
+		return nil, fmt.Errorf("read the limits of %s: %w", g.Path, err)
+	}
+	limits := cgroup.Limits{Period: lim.Period, Quota: max(lim.Quota, 0), Burst: lim.Burst}
+	interval := cfg.SampleInterval
+	if interval <= 0 {
+		interval = max(min(lim.Period/10, 10*time.Millisecond), time.Millisecond)
+	}
+	s0, err := g.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read the counters of %s: %w", g.Path, err)
+	}
+	started := time.Now()
+	t0 := workload.ClockMono()
+	smp := newSampler(g, t0, interval)
+	smp.add(s0, 0)
+	go smp.loop()
+	var timeout <-chan time.Time
+	if cfg.Duration > 0 {
+		tm := time.NewTimer(cfg.Duration)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-timeout:
+	}
+	smp.sampleNow()
+	wallNs := workload.ClockMono() - t0
+	smp.stop()
+	if smp.err != nil {
+		return nil, fmt.Errorf("read the counters of %s: %w", g.Path, smp.err)
+	}
+	if len(smp.samples) < 2 {
+		return nil, fmt.Errorf("%s was read only once: record for longer", g.Path)
+	}
+	tr := &trace.Trace{
+		Schema: trace.Schema, Tool: trace.Tool{Name: "cfsprobe", Version: Version},
+		Spec:   trace.Spec{Workload: Recorded, Args: append([]string{}, cfg.Args...)},
+		Host:   cfg.Host, Limits: traceLimits(limits),
+		Cgroup:           trace.Cgroup{Path: g.Path, Version: g.Version},
+		Started:          started.UTC(),
+		SampleIntervalNs: int64(interval),
+	}
+	Finish(tr, smp.samples, wallNs, false)
+	if after, err := g.Limits(); err == nil && after != lim {
+		tr.Checks = append(tr.Checks, trace.Check{
+			Name: "limits_unchanged", OK: false,
+			Detail: fmt.Sprintf("the group's limits changed while it was recorded (quota %v period %v, then %v %v): the timeline uses the first", lim.Quota, lim.Period, after.Quota, after.Period),
+		})
+	}
+	return tr, nil
+}
