@@ -75,8 +75,8 @@ func Record(ctx context.Context, cfg RecordConfig) (*trace.Trace, error) {
 	}
 	tr := &trace.Trace{
 		Schema: trace.Schema, Tool: trace.Tool{Name: "cfsprobe", Version: Version},
-		Spec:   trace.Spec{Workload: Recorded, Args: append([]string{}, cfg.Args...)},
-		Host:   cfg.Host, Limits: traceLimits(limits),
+		Spec: trace.Spec{Workload: Recorded, Args: append([]string{}, cfg.Args...)},
+		Host: cfg.Host, Limits: traceLimits(limits),
 		Cgroup:           trace.Cgroup{Path: g.Path, Version: g.Version},
 		Started:          started.UTC(),
 		SampleIntervalNs: int64(interval),
