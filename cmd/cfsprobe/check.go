@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,6 +79,9 @@ func runCheck(c *cobra.Command, f *checkFlags, args []string) error {
 	if len(args) > 0 {
 		return usageErr("unexpected argument %q: to judge saved traces use cfsprobe check --from-traces %s", args[0], args[0])
 	}
+	if err := checkParent(f.parent); err != nil {
+		return err
+	}
 	if f.out != "" {
 		if err := check.CheckOutDir(f.out); err != nil {
 			return checkErr(err)
@@ -98,12 +100,7 @@ func runCheck(c *cobra.Command, f *checkFlags, args []string) error {
 	start := time.Now()
 	traces, err := chk.Run(ctx)
 	if errors.Is(err, lab.ErrInterrupted) {
-		code := 130
-		if sig() == syscall.SIGTERM {
-			code = 143
-		}
-		fmt.Fprintf(os.Stderr, "cfsprobe: interrupted by %v: the workloads were killed and their cgroups removed\n", sig())
-		return &exitError{code, nil}
+		return interrupted(sig(), "the workloads were killed and their cgroups removed")
 	}
 	if err != nil {
 		return checkErr(err)

@@ -28,6 +28,9 @@ kills the tasks of the others and removes them. Nothing else is touched.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := checkParent(parent); err != nil {
+				return err
+			}
 			l, err := cgroup.Detect(procRoot, fsRoot)
 			if err != nil {
 				if errors.Is(err, cgroup.ErrNoCPUController) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,7 +31,14 @@ type errCase struct {
 	host bool
 	// nobody runs the binary as uid/gid 65534.
 	nobody bool
+	// limited: the case runs under the parent group limitedParent, made
+	// for it with a quota of one CPU (cgroup v1 only, whose kernel refuses
+	// a child more).
+	limited bool
 }
+
+// limitedParent is the parent group of the limited cases.
+var limitedParent = testParent + "-limited"
 
 // runArgs prefixes a run command with the test parent, so that a case that
 // wrongly got through would only touch cfsprobe-e2e.
@@ -44,6 +52,10 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	outDir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []errCase{
 		// What to run.
 		{name: "unknown workload", args: runArgs("nosuch"),
@@ -71,21 +83,41 @@ func TestErrors(t *testing.T) {
 
 		// Limits the kernel would refuse.
 		{name: "quota below 1ms", args: runArgs("--quota", "500us", "periodic"),
-			want: []string{"500µs", "minimum of 1ms", "raise --quota or --cpus"}},
+			want: []string{"--quota 500µs", "minimum of 1ms", "use --quota 1ms or more"}},
+		{name: "quota negative", args: runArgs("--quota", "-1ms", "periodic"),
+			want: []string{"--quota -1ms is negative", "use --quota 1ms or more"}},
+		{name: "quota beyond the kernel's maximum", args: runArgs("--quota", "5000h", "periodic"),
+			want: []string{"--quota 5000h0m0s", "maximum of 4886h43m6.044415s", "use --quota 4886h43m6.044415s or less"}},
 		{name: "cpus below 1ms of quota", args: runArgs("--cpus", "0.001", "periodic"),
-			want: []string{"--cpus 0.001", "minimum of 1ms", "use --cpus 0.01 or more"}},
+			want: []string{"--cpus 0.001", "a quota of 100µs per 100ms period", "minimum of 1ms", "use --cpus 0.01 or more"}},
 		{name: "cpus below 1ms of a short period", args: runArgs("--period", "1500us", "--cpus", "0.5", "periodic"),
 			want: []string{"--cpus 0.5", "1.5ms period", "use --cpus 0.667 or more"}},
 		{name: "cpus beyond any quota", args: runArgs("--cpus", "1e300", "periodic"),
-			want: []string{"--cpus 1e+300", "use a smaller --cpus"}},
+			want: []string{"--cpus 1e+300", "maximum quota", "use --cpus 175000000 or less"}},
+		{name: "cpus beyond the kernel's maximum quota", args: runArgs("--cpus", "1e9", "periodic"),
+			want: []string{"--cpus 1e+09", "maximum quota of 4886h43m6.044415s", "use --cpus 175000000 or less"}},
+		{name: "cpus NaN", args: runArgs("--cpus", "NaN", "periodic"),
+			want: []string{"--cpus NaN", "positive", "e.g. 0.5"}},
+		{name: "cpus infinite", args: runArgs("--cpus", "+Inf", "periodic"),
+			want: []string{"--cpus +Inf", "positive", "e.g. 0.5"}},
 		{name: "period above 1s", args: runArgs("--period", "2s", "periodic"),
-			want: []string{"period 2s", "use --period 1s or less"}},
+			want: []string{"--period 2s", "maximum of 1s", "use --period 1ms to 1s"}},
 		{name: "period below 1ms", args: runArgs("--period", "500us", "periodic"),
-			want: []string{"period 500µs", "use --period 1ms or more"}},
+			want: []string{"--period 500µs", "minimum of 1ms", "use --period 1ms to 1s"}},
+		{name: "period zero", args: runArgs("--period", "0", "periodic"),
+			want: []string{"--period 0s", "minimum of 1ms", "use --period 1ms to 1s"}},
+		{name: "period negative", args: runArgs("--cpus", "0.5", "--period", "-100ms", "periodic"),
+			want: []string{"--period -100ms", "use --period 1ms to 1s"}},
+		{name: "period not whole microseconds", args: runArgs("--period", "100.0005ms", "periodic"),
+			want: []string{"--period 100.0005ms", "whole number of microseconds", "use --period 100.001ms"}},
 		{name: "burst above quota", args: runArgs("--cpus", "0.2", "--burst", "30ms", "periodic"),
-			want: []string{"burst 30ms", "quota 20ms", "lower --burst"}},
+			want: []string{"--burst 30ms", "above the quota 20ms", "use --burst 0 to 20ms"}},
+		{name: "burst negative", args: runArgs("--cpus", "0.5", "--burst", "-1ms", "periodic"),
+			want: []string{"--burst -1ms is negative", "use --burst 0 to 50ms"}},
 		{name: "burst without quota", args: runArgs("--burst", "10ms", "periodic"),
-			want: []string{"burst needs a quota", "add --quota or --cpus"}},
+			want: []string{"--burst 10ms needs a quota", "add --quota or --cpus"}},
+		{name: "cpus above a v1 ancestor's quota", args: []string{"run", "--parent", limitedParent + "/sub", "--cpus", "1.5", "periodic"}, host: true, limited: true,
+			want: []string{"--cpus 1.5", "ancestor group /" + limitedParent, "use --cpus 1 or less"}},
 		{name: "cpus and quota", args: runArgs("--cpus", "1", "--quota", "10ms", "periodic"),
 			want: []string{"--cpus or --quota, not both"}},
 		{name: "cpus negative", args: runArgs("--cpus", "-1", "periodic"),
@@ -98,6 +130,22 @@ func TestErrors(t *testing.T) {
 			want: []string{`"1-0"`, "like 0-1 or 0,2"}},
 		{name: "cpuset missing CPU", args: runArgs("--cpuset", "7", "periodic"), host: true,
 			want: []string{`cpuset "7"`, "CPU 7", "available:", "pick CPUs from that list"}},
+		{name: "cpuset empty", args: runArgs("--cpuset=", "periodic"),
+			want: []string{"--cpuset is empty", "leave --cpuset out"}},
+
+		// Other flags of run.
+		{name: "sample interval negative", args: runArgs("--sample-interval", "-1ms", "periodic"),
+			want: []string{"--sample-interval -1ms", "100µs to the 100ms period"}},
+		{name: "sample interval above the period", args: runArgs("--period", "10ms", "--sample-interval", "20ms", "periodic"),
+			want: []string{"--sample-interval 20ms", "100µs to the 10ms period"}},
+		{name: "parent outside the hierarchy", args: runArgs("--parent", "../../x", "periodic"),
+			want: []string{`--parent "../../x"`, "below the hierarchy's root"}},
+		{name: "parent is the root", args: runArgs("--parent", "/", "periodic"),
+			want: []string{`--parent "/" is the root itself`, "below the hierarchy's root"}},
+		{name: "parent empty", args: runArgs("--parent=", "periodic"),
+			want: []string{"--parent is empty", "leave --parent out"}},
+		{name: "proc root empty", args: runArgs("--proc-root=", "periodic"),
+			want: []string{"--proc-root is empty"}},
 
 		// The host.
 		{name: "no cpu controller", args: runArgs("--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", filepath.Join(noCPU, "fs"), "periodic"),
@@ -118,11 +166,44 @@ func TestErrors(t *testing.T) {
 			want: []string{`"extra"`, "--parent"}},
 		{name: "cleanup without cpu controller", args: []string{"cleanup", "--parent", testParent, "--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", filepath.Join(noCPU, "fs")},
 			want: []string{"cpu controller", "--fs-root", "enable +cpu"}},
+		{name: "cleanup parent outside the hierarchy", args: []string{"cleanup", "--parent", "cfsprobe/../.."},
+			want: []string{`--parent "cfsprobe/../.."`, "below the hierarchy's root"}},
+
+		// The other commands' flags.
+		{name: "suite out is a file", args: []string{"suite", "--parent", testParent, "--quick", "--out", file, "bursty-limits"},
+			want: []string{file, "give a directory"}},
+		{name: "suite parent outside the hierarchy", args: []string{"suite", "--parent", "..", "--quick", "bursty-limits"},
+			want: []string{`--parent ".."`, "below the hierarchy's root"}},
+		{name: "check parent outside the hierarchy", args: []string{"check", "--parent", "a//b"},
+			want: []string{`--parent "a//b"`, "below the hierarchy's root"}},
+		{name: "check report directory missing", args: []string{"check", "--parent", testParent, "--report", "/no/such/dir/r.html"},
+			want: []string{"--report /no/such/dir/r.html", "create it or choose another path"}},
+		{name: "report out directory missing", args: []string{"report", "-o", "/no/such/dir/r.html", file},
+			want: []string{"--out /no/such/dir/r.html", "create it or choose another path"}},
+		{name: "report format empty", args: []string{"report", "--format=", file},
+			want: []string{"--format is empty"}},
+		{name: "exec round empty", args: []string{"exec", "--round=", "--", "true"},
+			want: []string{"--round is empty"}},
+		{name: "cpus pid empty", args: []string{"cpus", "--pid="},
+			want: []string{"--pid is empty", "leave --pid out"}},
+		{name: "cpus cgroup empty", args: []string{"cpus", "--cgroup="},
+			want: []string{"--cgroup is empty"}},
+		{name: "top root empty", args: []string{"top", "--once", "--cgroup-root="},
+			want: []string{"--cgroup-root is empty"}},
+		{name: "exporter listen empty", args: []string{"exporter", "--listen="},
+			want: []string{"--listen is empty"}},
+		{name: "record sample interval negative", args: []string{"record", "--sample-interval", "-1ms", "/"}, host: true,
+			want: []string{"--sample-interval -1ms", "100µs to the 100ms period"}},
+		{name: "record root missing", args: []string{"record", "--cgroup-root", "/no/such/dir", "/"},
+			want: []string{"--cgroup-root /no/such/dir does not exist"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.host {
 				needCgroups(t)
+			}
+			if c.limited {
+				makeLimitedParent(t)
 			}
 			before := cgroupDirs(t)
 			var r result
@@ -148,6 +229,46 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// makeLimitedParent makes limitedParent in the cpu hierarchy with a quota
+// of one CPU, for the test's time; it skips the test where the kernel
+// does not refuse a child more than its ancestors (cgroup v2).
+func makeLimitedParent(t *testing.T) {
+	t.Helper()
+	l, err := cgroup.Detect("/proc", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.CPU.Version != 1 {
+		t.Skip("cgroup v2 caps a child's quota at its ancestors' instead of refusing it")
+	}
+	dir := filepath.Join(l.CPU.Dir, limitedParent)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+	})
+	for _, f := range []struct{ name, value string }{{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", "100000"}} {
+		if err := cgroup.WriteFile(filepath.Join(dir, f.name), f.value); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// testGroupRE matches the parent groups tests make, named after their
+// process: cfsprobe-e2e-PID, cfsprobe-monitor-PID, ...
+var testGroupRE = regexp.MustCompile(`/cfsprobe-[a-z0-9-]*?-(\d+)(/|$)`)
+
+// othersGroup reports whether dir is in the parent group of another test
+// process: tests of other packages (and checkouts) make groups while
+// these run.
+func othersGroup(dir string) bool {
+	m := testGroupRE.FindStringSubmatch(dir)
+	return m != nil && m[1] != strconv.Itoa(os.Getpid())
 }
 
 // secondSentence finds a full stop followed by a new sentence ("e.g. 0.5"
@@ -198,7 +319,8 @@ func hierarchyRoots() []string {
 	return roots
 }
 
-// cgroupDirs lists every directory below the hierarchy roots.
+// cgroupDirs lists every directory below the hierarchy roots, but those
+// of other test processes.
 func cgroupDirs(t *testing.T) map[string]bool {
 	t.Helper()
 	dirs := map[string]bool{}
@@ -207,7 +329,7 @@ func cgroupDirs(t *testing.T) map[string]bool {
 			if err != nil { // a group removed while we walk, or no such root
 				return nil
 			}
-			if d.IsDir() {
+			if d.IsDir() && !othersGroup(p) {
 				dirs[p] = true
 			}
 			return nil

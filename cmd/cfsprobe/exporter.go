@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/exporter"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
-	"github.com/cfsprobe/cfsprobe/internal/monitor"
 )
 
 type exporterFlags struct {
@@ -68,12 +65,9 @@ func runExporter(f *exporterFlags) error {
 	if f.samplerMaxGroups < 0 {
 		return usageErr("--sampler-max-groups %d is negative: use 0 for no sampler, or the most groups to follow", f.samplerMaxGroups)
 	}
-	root, err := monitor.OpenRoot(f.cgroupRoot)
+	root, err := openCgroupRoot(f.cgroupRoot)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return usageErr("--cgroup-root %s does not exist: pass the directory the cgroup filesystems are mounted in, normally /sys/fs/cgroup (in a container, where the host's is mounted)", f.cgroupRoot)
-		}
-		return usageErr("--cgroup-root %s: %v", f.cgroupRoot, err)
+		return err
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {

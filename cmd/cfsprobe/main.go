@@ -85,7 +85,8 @@ operation.
 			}
 			return nil
 		},
-		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+		RunE:              func(c *cobra.Command, _ []string) error { return c.Help() },
+		PersistentPreRunE: noEmptyFlags,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see: %s --help)", err, c.CommandPath())

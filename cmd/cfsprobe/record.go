@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -123,12 +122,9 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	if err := checkReportPath(f.report); err != nil {
 		return err
 	}
-	root, err := monitor.OpenRoot(f.cgroupRoot)
+	root, err := openCgroupRoot(f.cgroupRoot)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return usageErr("--cgroup-root %s does not exist: pass the directory the cgroup filesystems are mounted in, normally /sys/fs/cgroup (in a container, where the host's is mounted)", f.cgroupRoot)
-		}
-		return usageErr("--cgroup-root %s: %v", f.cgroupRoot, err)
+		return err
 	}
 	g, err := root.Find(sel, f.procRoot)
 	if err != nil {
@@ -147,7 +143,7 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 		Host: root.HostFacts(f.procRoot, "/sys"),
 	})
 	if err != nil {
-		return err
+		return sampleIntervalErr(err)
 	}
 	if f.out != "" {
 		if err := tr.WriteFile(f.out); err != nil {

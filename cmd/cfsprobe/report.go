@@ -41,6 +41,11 @@ Formats (--format; the default is html when --out ends in .html, else text):
 			if err != nil {
 				return usageErr("--format: %v", err)
 			}
+			if out != "-" {
+				if err := checkOutFile("--out", out); err != nil {
+					return err
+				}
+			}
 			var runs []report.Named
 			for _, a := range args {
 				name, path, ok := strings.Cut(a, "=")

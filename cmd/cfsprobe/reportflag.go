@@ -27,16 +27,21 @@ func reportFormat(path string) report.Format {
 
 // checkReportPath fails early (before anything runs) when the report
 // cannot be written there.
-func checkReportPath(path string) error {
+func checkReportPath(path string) error { return checkOutFile("--report", path) }
+
+// checkOutFile fails early (before anything runs or is read) when the
+// file that flag names cannot be written: its directory is missing, or it
+// is a directory. "" is no file.
+func checkOutFile(flag, path string) error {
 	if path == "" {
 		return nil
 	}
 	dir := filepath.Dir(path)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return usageErr("--report %s: directory %s does not exist: create it or choose another path", path, dir)
+		return usageErr("%s %s: directory %s does not exist: create it or choose another path", flag, path, dir)
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return usageErr("--report %s is a directory: give a file name such as report.html", path)
+		return usageErr("%s %s is a directory: give a file name such as report.html", flag, path)
 	}
 	return nil
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,37 +94,45 @@ trace's spec records it.`,
 
 func (f *runFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
 	l := cgroup.Limits{Period: f.period, Burst: f.burst, Cpuset: f.cpuset}
-	cpusSet, quotaSet := c.Flags().Changed("cpus"), c.Flags().Changed("quota")
-	switch {
+	var cpus *float64
+	var err error
+	switch cpusSet, quotaSet := c.Flags().Changed("cpus"), c.Flags().Changed("quota"); {
 	case cpusSet && quotaSet:
 		return l, usageErr("give --cpus or --quota, not both")
 	case cpusSet:
-		if f.cpus <= 0 || math.IsNaN(f.cpus) || math.IsInf(f.cpus, 0) {
-			return l, usageErr("--cpus %v must be a positive number of CPUs, e.g. 0.5", f.cpus)
-		}
-		us := math.Round(f.cpus * float64(l.EffectivePeriod()/time.Microsecond))
-		if us > float64(math.MaxInt64/int64(time.Microsecond)) { // would overflow time.Duration
-			return l, usageErr("--cpus %v is more CPU time per period than the kernel can enforce: use a smaller --cpus, or leave it out for no limit", f.cpus)
-		}
-		l.Quota = time.Duration(us) * time.Microsecond
-		if p := l.EffectivePeriod(); l.Quota < cgroup.MinQuota && p >= cgroup.MinPeriod && p <= cgroup.MaxPeriod {
-			return l, usageErr("--cpus %v is a quota of %v per %v period, below the kernel's minimum of 1ms: use --cpus %.3g or more, or a longer --period", f.cpus, l.Quota, p, float64(cgroup.MinQuota)/float64(p))
-		}
+		cpus = &f.cpus
+		var cl cgroup.Limits
+		cl, err = cgroup.CPULimits(f.cpus, f.period)
+		l.Quota = cl.Quota
+	case quotaSet && f.quota == 0:
+		return l, usageErr("--quota 0s is no quota: leave it out for no limit")
 	case quotaSet:
-		if f.quota <= 0 {
-			return l, usageErr("--quota %v must be positive; leave it out for no limit", f.quota)
-		}
 		l.Quota = f.quota
 	}
-	if err := l.Validate(); err != nil {
-		return l, &exitError{2, err}
+	if err == nil {
+		err = l.Validate()
+	}
+	if err != nil {
+		return l, limitErr(err, cpus)
 	}
 	return l, nil
+}
+
+// prepareErr says an error of lab.Prepare in run's words.
+func (f *runFlags) prepareErr(c *cobra.Command, err error) error {
+	var cpus *float64
+	if c.Flags().Changed("cpus") {
+		cpus = &f.cpus
+	}
+	return limitErr(sampleIntervalErr(err), cpus)
 }
 
 func runRun(c *cobra.Command, f *runFlags, args []string) error {
 	lim, err := f.limits(c)
 	if err != nil {
+		return err
+	}
+	if err := checkParent(f.parent); err != nil {
 		return err
 	}
 	cfg := lab.Config{
@@ -166,7 +172,7 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 			fmt.Fprint(c.OutOrStdout(), he.Text)
 			return nil
 		}
-		return err
+		return f.prepareErr(c, err)
 	}
 	if f.out != "" { // fail before running, not after
 		if err := checkWritable(f.out); err != nil {
@@ -180,12 +186,7 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 	defer stop()
 	tr, err := plan.Run(ctx)
 	if errors.Is(err, lab.ErrInterrupted) {
-		code := 130
-		if sig() == syscall.SIGTERM {
-			code = 143
-		}
-		fmt.Fprintf(os.Stderr, "cfsprobe: interrupted by %v: the workload was killed and its cgroup removed\n", sig())
-		return &exitError{code, nil}
+		return interrupted(sig(), "the workload was killed and its cgroup removed")
 	}
 	if err != nil {
 		return err

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/check"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/suite"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -83,6 +83,14 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 			if len(suites) == 0 {
 				return usageErr("name a suite (cfsprobe suite --list) or give -f FILE")
 			}
+			if err := checkParent(parent); err != nil {
+				return err
+			}
+			if outDir != "" {
+				if err := check.CheckOutDir(outDir); err != nil {
+					return &exitError{2, err}
+				}
+			}
 			env := suite.Env{CPUs: cgroup.OnlineCPUs("/sys"), Quick: quick}
 			base := lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr}
 			// Validate every scenario of every suite before anything runs.
@@ -143,12 +151,7 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 					return err
 				}
 				if res.Interrupted {
-					code := 130
-					if sig() == syscall.SIGTERM {
-						code = 143
-					}
-					fmt.Fprintf(os.Stderr, "cfsprobe: interrupted by %v: the run in progress was stopped and its cgroup removed\n", sig())
-					return &exitError{code, nil}
+					return interrupted(sig(), "the run in progress was stopped and its cgroup removed")
 				}
 				failed = failed || res.Verdict() == "fail"
 				fmt.Fprintln(out)

@@ -2,16 +2,13 @@ package main
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/top"
 )
 
@@ -101,29 +98,20 @@ func runTop(c *cobra.Command, f *topFlags) error {
 			return usageErr("the live view needs a terminal that understands escape sequences, not TERM=dumb: use cfsprobe top --once")
 		}
 	}
-	root, err := monitor.OpenRoot(f.cgroupRoot)
+	root, err := openCgroupRoot(f.cgroupRoot)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return usageErr("--cgroup-root %s does not exist: pass the directory the cgroup filesystems are mounted in, normally /sys/fs/cgroup (in a container, where the host's is mounted)", f.cgroupRoot)
-		}
-		return usageErr("--cgroup-root %s: %v", f.cgroupRoot, err)
+		return err
 	}
 	src := top.NewTreeSource(root, f.all)
 	opts := top.Options{Interval: f.interval, Sort: key, All: f.all, Host: root.HostFacts("/proc", "/sys"), Highlight: true}
 
 	ctx, sig, stop := signalContext()
 	defer stop()
-	interrupted := func() error {
-		if sig() == syscall.SIGTERM {
-			return &exitError{143, nil}
-		}
-		return &exitError{130, nil}
-	}
 
 	if f.once {
 		m, err := top.Once(ctx, src, f.interval)
 		if ctx.Err() != nil {
-			return interrupted()
+			return interrupted(sig(), "")
 		}
 		if err != nil {
 			return err
@@ -147,7 +135,7 @@ func runTop(c *cobra.Command, f *topFlags) error {
 	err = top.Live(ctx, src, term, opts)
 	term.Restore()
 	if ctx.Err() != nil {
-		return interrupted()
+		return interrupted(sig(), "")
 	}
 	return err
 }

@@ -239,18 +239,18 @@ func FuzzParseUsage(f *testing.F) {
 	})
 }
 
-// checkMax asserts what every parsed Max satisfies and that it prints as
-// cpu.max and parses back to itself.
-func checkMax(t *testing.T, m Max) {
+// checkMax asserts what every parsed quota and period satisfy and that
+// they print as cpu.max and parse back to themselves.
+func checkMax(t *testing.T, m Limits) {
 	t.Helper()
 	if m.Period <= 0 || m.Period%time.Microsecond != 0 {
 		t.Fatalf("%+v: period not a positive whole number of microseconds", m)
 	}
-	if m.Quota != -1 && (m.Quota <= 0 || m.Quota%time.Microsecond != 0) {
-		t.Fatalf("%+v: quota neither -1 (max) nor a positive whole number of microseconds", m)
+	if m.Quota < 0 || m.Quota%time.Microsecond != 0 {
+		t.Fatalf("%+v: quota neither 0 (max) nor a positive whole number of microseconds", m)
 	}
-	if m.Unlimited() != (m.Quota == -1) {
-		t.Fatalf("%+v: Unlimited() = %v", m, m.Unlimited())
+	if m.Burst != 0 || m.Cpuset != "" {
+		t.Fatalf("%+v: the quota files set a burst or a cpuset", m)
 	}
 	q := "max"
 	if !m.Unlimited() {

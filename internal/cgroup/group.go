@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,8 +37,6 @@ type Group interface {
 	Procs() ([]int, error)
 	// Stat reads the CPU counters, in nanoseconds.
 	Stat() (Stat, error)
-	// Max reads the bandwidth setting back from the kernel.
-	Max() (Max, error)
 	// Destroy kills every task in the group, waits for them to go and
 	// removes the directories (and the parent when it is left empty).
 	Destroy() error
@@ -55,6 +54,24 @@ func NewManager(l *Layout, parent string) *Manager {
 		parent = DefaultParent
 	}
 	return &Manager{Layout: l, Parent: strings.Trim(parent, "/")}
+}
+
+// CheckParent tells whether parent names a group below a hierarchy's
+// root, as Manager joins it to each hierarchy's directory: a path such
+// as "cfsprobe" or "tests/cfsprobe" (leading and trailing slashes are
+// dropped), without "." or ".." and not the root itself. "" is the
+// default parent.
+func CheckParent(parent string) error {
+	p := strings.Trim(parent, "/")
+	if parent != "" && p == "" {
+		return fmt.Errorf("%q is the root itself", parent)
+	}
+	for _, e := range strings.Split(p, "/") {
+		if p != "" && (e == "" || e == "." || e == "..") {
+			return fmt.Errorf("%q is not a plain path below the root (it has %q)", parent, "/"+e+"/")
+		}
+	}
+	return nil
 }
 
 // GroupName makes a name that says which cfsprobe process created the
@@ -95,18 +112,100 @@ func (m *Manager) CheckWritable() error {
 	return nil
 }
 
-// CheckCpuset verifies that every CPU of the list exists in the parent's
+// Check tells whether a group with the limits can be made under the
+// manager's parent, before anything is written: Validate's rules, then
+// the host's. On cgroup v1 the kernel refuses a quota per period above
+// that of the nearest ancestor with a quota (tg_cfs_schedulable_down; v2
+// caps it instead); a burst needs a kernel with CPU burst (5.14); a
+// cpuset needs the cpuset controller and CPUs the parent has. Each
+// refusal is a *LimitError; other errors say what could not be read.
+func (m *Manager) Check(l Limits) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if m.Layout.CPU.Version == 1 && !l.Unlimited() {
+		if err := m.checkAncestorQuota(l); err != nil {
+			return err
+		}
+	}
+	if l.Burst > 0 && !m.BurstSupported() {
+		return &LimitError{Field: FieldBurst, Value: l.Burst.String(), Reason: "needs CPU burst, which this kernel does not have (Linux 5.14 or newer has it)", Err: ErrNoBurst}
+	}
+	if l.Cpuset != "" {
+		return m.checkCpuset(l.Cpuset)
+	}
+	return nil
+}
+
+// checkAncestorQuota applies cgroup v1's rule: a group may not have more
+// quota per period than the nearest ancestor that has a quota, compared
+// as the kernel does (to_ratio: quota << 20 / period, in microseconds).
+func (m *Manager) checkAncestorQuota(l Limits) error {
+	root := filepath.Clean(m.Layout.CPU.Dir)
+	for dir := filepath.Join(root, m.Parent); ; dir = filepath.Dir(dir) {
+		a, err := ReadLimits(dir, 1)
+		switch {
+		case errors.Is(err, fs.ErrNotExist): // the parent is made later
+		case err != nil:
+			return fmt.Errorf("read the limits of an ancestor group: %w", err)
+		case !a.Unlimited():
+			parent := bwRatio(a.Quota, a.Period)
+			if bwRatio(l.Quota, l.Period) <= parent {
+				return nil
+			}
+			path := "/" + strings.TrimPrefix(strings.TrimPrefix(dir, root), "/")
+			return &LimitError{Field: FieldQuota, Value: l.Quota.String(), Period: l.Period,
+				Reason: fmt.Sprintf("is more than its ancestor group %s allows (quota %v per %v period, %s CPU), which cgroup v1 refuses", path, a.Quota, a.Period, strconv.FormatFloat(a.CPUs(), 'g', 4, 64)),
+				Max:    maxQuotaUnder(parent, l.Period), HasMax: true}
+		}
+		if dir == root || !strings.HasPrefix(dir, root+"/") {
+			return nil
+		}
+	}
+}
+
+// bwShift is the kernel's BW_SHIFT: bandwidth ratios are fixed point
+// numbers with 20 fractional bits.
+const bwShift = 20
+
+// bwRatio is the kernel's to_ratio(period, quota) on microseconds. Quotas
+// are at most MaxQuota (2^44-1 us), so the shift does not overflow.
+func bwRatio(quota, period time.Duration) uint64 {
+	q, p := uint64(min(quota, MaxQuota)/time.Microsecond), uint64(period/time.Microsecond)
+	if p == 0 {
+		return 0
+	}
+	return q << bwShift / p
+}
+
+// maxQuotaUnder is the largest quota per period whose ratio is at most
+// ratio: q << 20 / p <= ratio while q < ((ratio+1) * p) >> 20.
+func maxQuotaUnder(ratio uint64, period time.Duration) time.Duration {
+	hi, lo := bits.Mul64(ratio+1, uint64(period/time.Microsecond))
+	lo, borrow := bits.Sub64(lo, 1, 0)
+	hi -= borrow
+	q := hi<<(64-bwShift) | lo>>bwShift
+	if hi>>bwShift != 0 || q > uint64(MaxQuota/time.Microsecond) {
+		return MaxQuota
+	}
+	return time.Duration(q) * time.Microsecond
+}
+
+// checkCpuset verifies that every CPU of the list exists in the parent's
 // cpuset (or is online when cpuset is not mounted).
-func (m *Manager) CheckCpuset(list string) error {
+func (m *Manager) checkCpuset(list string) error {
+	le := func(reason string, err error) error {
+		return &LimitError{Field: FieldCpuset, Value: strconv.Quote(list), Reason: reason, Err: err}
+	}
 	want, err := ParseCPUList(list)
 	if err != nil {
-		return &LimitError{fmt.Sprintf("cpuset %q is not a CPU list like 0-1 or 0,2", list)}
+		return le("is not a CPU list like 0-1 or 0,2", err)
 	}
 	if len(want) == 0 {
 		return nil
 	}
 	if m.Layout.CPUSet == nil {
-		return &LimitError{"--cpuset needs the cpuset controller, which is not mounted (v1) or not enabled (v2) here"}
+		return le("needs the cpuset controller, which is not mounted (v1) or not enabled (v2) here", nil)
 	}
 	availStr, err := readTrim(m.availableCPUsFile())
 	if err != nil {
@@ -122,7 +221,7 @@ func (m *Manager) CheckCpuset(list string) error {
 	}
 	for _, c := range want {
 		if !have[c] {
-			return &LimitError{fmt.Sprintf("cpuset %q names CPU %d, which does not exist here (available: %s): pick CPUs from that list", list, c, availStr)}
+			return le(fmt.Sprintf("names CPU %d, which does not exist here (available: %s): pick CPUs from that list", c, availStr), nil)
 		}
 	}
 	return nil
@@ -159,20 +258,12 @@ func (m *Manager) BurstSupported() bool {
 	return kernelAtLeast(5, 14)
 }
 
-// Create makes the group `name` with the given limits. Inputs are validated
-// before anything is written; if any step fails, what was created is
+// Create makes the group `name` with the given limits. Inputs are checked
+// (Check) before anything is written; if any step fails, what was created is
 // removed again.
 func (m *Manager) Create(name string, lim Limits) (Group, error) {
-	if err := lim.Validate(); err != nil {
+	if err := m.Check(lim); err != nil {
 		return nil, err
-	}
-	if lim.Burst > 0 && !m.BurstSupported() {
-		return nil, ErrNoBurst
-	}
-	if lim.Cpuset != "" {
-		if err := m.CheckCpuset(lim.Cpuset); err != nil {
-			return nil, err
-		}
 	}
 	if m.Layout.CPU.Version == 2 {
 		return m.createV2(name, lim)

@@ -41,7 +41,7 @@ var layoutCases = []struct {
 	cpuDir  string
 	acctDir string
 	stat    Stat
-	max     Max
+	max     Limits
 }{
 	{
 		// This machine: cpu and cpuacct mounted apart, a cgroup2 mount at
@@ -55,7 +55,7 @@ var layoutCases = []struct {
 		cpuDir:  "sys/fs/cgroup/cpu/cfsprobe/cfsprobe-4242-0badcafe",
 		acctDir: "sys/fs/cgroup/cpuacct/cfsprobe/cfsprobe-4242-0badcafe",
 		stat:    Stat{UsageNs: 24691357802, NrPeriods: 1234, NrThrottled: 567, ThrottledNs: 8901234567},
-		max:     Max{Quota: 20 * time.Millisecond, Period: 100 * time.Millisecond},
+		max:     Limits{Quota: 20 * time.Millisecond, Period: 100 * time.Millisecond},
 	},
 	{
 		// The same without the cgroup2 mount, on a kernel without burst
@@ -68,7 +68,7 @@ var layoutCases = []struct {
 		cpuDir:  "sys/fs/cgroup/cpu",
 		acctDir: "sys/fs/cgroup/cpuacct",
 		stat:    Stat{UsageNs: 347763830968},
-		max:     Max{Quota: -1, Period: 100 * time.Millisecond},
+		max:     Limits{Period: 100 * time.Millisecond},
 	},
 	{
 		// CentOS 7: systemd's legacy layout, "cpuacct,cpu" in one mount
@@ -80,7 +80,7 @@ var layoutCases = []struct {
 		cpuDir:  "sys/fs/cgroup/cpu,cpuacct/user.slice",
 		acctDir: "sys/fs/cgroup/cpu,cpuacct/user.slice",
 		stat:    Stat{UsageNs: 9876543210},
-		max:     Max{Quota: -1, Period: 100 * time.Millisecond},
+		max:     Limits{Period: 100 * time.Millisecond},
 	},
 	{
 		// Ubuntu 22.04 with systemd.unified_cgroup_hierarchy=0: v1
@@ -93,7 +93,7 @@ var layoutCases = []struct {
 		cpuDir:  "sys/fs/cgroup/cpu,cpuacct/user.slice",
 		acctDir: "sys/fs/cgroup/cpu,cpuacct/user.slice",
 		stat:    Stat{UsageNs: 61234567890, NrPeriods: 311, NrThrottled: 42, ThrottledNs: 1593000000, NrBursts: 7, BurstNs: 35000000},
-		max:     Max{Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond},
+		max:     Limits{Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond},
 	},
 	{
 		// Hybrid booted with cgroup_no_v1=cpu,cpuacct: the cpu controller
@@ -106,7 +106,7 @@ var layoutCases = []struct {
 		cpuDir:  "sys/fs/cgroup/unified/user.slice/user-1000.slice/session-3.scope",
 		acctDir: "sys/fs/cgroup/unified/user.slice/user-1000.slice/session-3.scope",
 		stat:    Stat{UsageNs: 4711000 * 1000},
-		max:     Max{Quota: -1, Period: 100 * time.Millisecond},
+		max:     Limits{Period: 100 * time.Millisecond},
 	},
 	{
 		// Debian 12: the unified hierarchy only.
@@ -118,7 +118,7 @@ var layoutCases = []struct {
 		cpuDir:  "sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope",
 		acctDir: "sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope",
 		stat:    Stat{UsageNs: 2769105 * 1000},
-		max:     Max{Quota: -1, Period: 100 * time.Millisecond},
+		max:     Limits{Period: 100 * time.Millisecond},
 	},
 	{
 		// A Kubernetes container in the host's cgroup namespace: the
@@ -132,7 +132,7 @@ var layoutCases = []struct {
 		cpuDir:  "sys/fs/cgroup",
 		acctDir: "sys/fs/cgroup",
 		stat:    Stat{UsageNs: 182736455 * 1000, NrPeriods: 52311, NrThrottled: 8812, ThrottledNs: 401223344 * 1000},
-		max:     Max{Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond},
+		max:     Limits{Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond},
 	},
 	{
 		// A Kubernetes container (docker, cgroupfs driver) on a v1 host.
@@ -143,7 +143,7 @@ var layoutCases = []struct {
 		cpuDir:  "sys/fs/cgroup/cpu,cpuacct",
 		acctDir: "sys/fs/cgroup/cpu,cpuacct",
 		stat:    Stat{UsageNs: 182736455123, NrPeriods: 52311, NrThrottled: 8812, ThrottledNs: 401223344000},
-		max:     Max{Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond},
+		max:     Limits{Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond},
 	},
 	{
 		// Hybrid with cpu neither on a v1 mount nor enabled on unified.
@@ -299,7 +299,7 @@ func groupDir(t *testing.T, cgs []ProcCgroup, h *Hierarchy, controller string) s
 	return ""
 }
 
-func readGroupFiles(t *testing.T, version int, cpuDir, acctDir string) (Stat, Max) {
+func readGroupFiles(t *testing.T, version int, cpuDir, acctDir string) (Stat, Limits) {
 	t.Helper()
 	open := func(dir, name string) *os.File {
 		f, err := os.Open(filepath.Join(dir, name))
@@ -313,7 +313,7 @@ func readGroupFiles(t *testing.T, version int, cpuDir, acctDir string) (Stat, Ma
 	if err != nil {
 		t.Fatalf("cpu.stat: %v", err)
 	}
-	var mx Max
+	var mx Limits
 	if version == 1 {
 		if st.UsageNs, err = parseUsage(open(acctDir, "cpuacct.usage")); err != nil {
 			t.Fatalf("cpuacct.usage: %v", err)

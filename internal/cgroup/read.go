@@ -38,47 +38,66 @@ func ReadStat(cpuDir, acctDir string, version int) (Stat, error) {
 	return s, nil
 }
 
-// ReadMax reads a group's bandwidth setting (v1 cpu.cfs_quota_us and
-// cpu.cfs_period_us, v2 cpu.max). A group without a limit has Quota -1.
-func ReadMax(cpuDir string, version int) (Max, error) {
+// ReadLimits reads any group's bandwidth settings: v1 cpu.cfs_quota_us,
+// cpu.cfs_period_us and cpu.cfs_burst_us, v2 cpu.max and cpu.max.burst.
+// No quota ("max", -1) reads as Quota 0, a kernel without burst as Burst
+// 0. Cpuset is not read. A v2 group without cpu.max (the root, or a group
+// whose parent does not enable the cpu controller) gives an error for
+// which errors.Is(err, fs.ErrNotExist).
+func ReadLimits(cpuDir string, version int) (Limits, error) {
+	l, err := readMax(cpuDir, version)
+	if err != nil {
+		return Limits{}, err
+	}
+	if l.Burst, err = readBurst(cpuDir, version); err != nil {
+		return Limits{}, err
+	}
+	return l, nil
+}
+
+// readMax reads the quota and the period.
+func readMax(cpuDir string, version int) (Limits, error) {
 	if version == 2 {
 		p := filepath.Join(cpuDir, "cpu.max")
 		f, err := os.Open(p)
 		if err != nil {
-			return Max{}, err
+			return Limits{}, err
 		}
 		defer f.Close()
-		m, err := parseCPUMax(f)
+		l, err := parseCPUMax(f)
 		if err != nil {
-			return Max{}, fmt.Errorf("parse %s: %w", p, err)
+			return Limits{}, fmt.Errorf("parse %s: %w", p, err)
 		}
-		return m, nil
+		return l, nil
 	}
 	q, err := os.Open(filepath.Join(cpuDir, "cpu.cfs_quota_us"))
 	if err != nil {
-		return Max{}, err
+		return Limits{}, err
 	}
 	defer q.Close()
 	pf, err := os.Open(filepath.Join(cpuDir, "cpu.cfs_period_us"))
 	if err != nil {
-		return Max{}, err
+		return Limits{}, err
 	}
 	defer pf.Close()
-	m, err := parseV1Max(q, pf)
+	l, err := parseV1Max(q, pf)
 	if err != nil {
-		return Max{}, fmt.Errorf("parse %s: %w", cpuDir, err)
+		return Limits{}, fmt.Errorf("parse %s: %w", cpuDir, err)
 	}
-	return m, nil
+	return l, nil
 }
 
-// ReadBurst reads a group's burst (v1 cpu.cfs_burst_us, v2
+// readBurst reads a group's burst (v1 cpu.cfs_burst_us, v2
 // cpu.max.burst). A kernel without burst support gives 0 and no error.
-func ReadBurst(cpuDir string, version int) (time.Duration, error) {
+func readBurst(cpuDir string, version int) (time.Duration, error) {
 	name := "cpu.cfs_burst_us"
 	if version == 2 {
 		name = "cpu.max.burst"
 	}
 	v, err := readOptionalUint(filepath.Join(cpuDir, name))
+	if v > maxDurationUs {
+		return 0, fmt.Errorf("parse %s (%d): %w", filepath.Join(cpuDir, name), v, errSyntax)
+	}
 	return time.Duration(v) * time.Microsecond, err
 }
 

@@ -208,69 +208,62 @@ func ParseUsage(b []byte) (int64, error) {
 	return v, nil
 }
 
-// Max is a bandwidth setting: Quota per Period; Quota < 0 means unlimited.
-type Max struct {
-	Quota  time.Duration // -1 when unlimited ("max")
-	Period time.Duration
-}
-
-// Unlimited reports whether no quota is set.
-func (m Max) Unlimited() bool { return m.Quota < 0 }
-
 // maxDurationUs is the largest number of microseconds a time.Duration
 // holds; a larger quota or period would wrap to a negative duration (the
 // kernel itself never shows more than 2^44-1 us).
 const maxDurationUs = math.MaxInt64 / int64(time.Microsecond)
 
-// parseCPUMax parses v2 cpu.max: "$MAX $PERIOD", $MAX being "max" or us.
-func parseCPUMax(r io.Reader) (Max, error) {
+// parseCPUMax parses v2 cpu.max: "$MAX $PERIOD", $MAX being "max" (no
+// quota: Quota 0) or us. Burst is another file.
+func parseCPUMax(r io.Reader) (Limits, error) {
 	b, err := io.ReadAll(io.LimitReader(r, 128))
 	if err != nil {
-		return Max{}, err
+		return Limits{}, err
 	}
 	line := strings.TrimSpace(string(b))
 	f := strings.Fields(line)
 	if len(f) < 1 || len(f) > 2 {
-		return Max{}, fmt.Errorf("line %q: %w", line, errSyntax)
+		return Limits{}, fmt.Errorf("line %q: %w", line, errSyntax)
 	}
-	m := Max{Quota: -1, Period: 100 * time.Millisecond}
+	m := Limits{Period: DefaultPeriod}
 	if len(f) == 2 {
 		p, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil || p <= 0 || p > maxDurationUs {
-			return Max{}, fmt.Errorf("line %q: period: %w", line, errSyntax)
+			return Limits{}, fmt.Errorf("line %q: period: %w", line, errSyntax)
 		}
 		m.Period = time.Duration(p) * time.Microsecond
 	}
 	if f[0] != "max" {
 		q, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil || q <= 0 || q > maxDurationUs {
-			return Max{}, fmt.Errorf("line %q: quota: %w", line, errSyntax)
+			return Limits{}, fmt.Errorf("line %q: quota: %w", line, errSyntax)
 		}
 		m.Quota = time.Duration(q) * time.Microsecond
 	}
 	return m, nil
 }
 
-// parseV1Max builds a Max from v1 cpu.cfs_quota_us and cpu.cfs_period_us
-// contents; a quota of -1 means unlimited.
-func parseV1Max(quota, period io.Reader) (Max, error) {
+// parseV1Max reads the limits of v1 cpu.cfs_quota_us and
+// cpu.cfs_period_us contents; a quota of -1 (or any not positive) is no
+// quota: Quota 0. Burst is another file.
+func parseV1Max(quota, period io.Reader) (Limits, error) {
 	qb, err := io.ReadAll(io.LimitReader(quota, 64))
 	if err != nil {
-		return Max{}, err
+		return Limits{}, err
 	}
 	pb, err := io.ReadAll(io.LimitReader(period, 64))
 	if err != nil {
-		return Max{}, err
+		return Limits{}, err
 	}
 	q, err := strconv.ParseInt(strings.TrimSpace(string(qb)), 10, 64)
 	if err != nil || q > maxDurationUs {
-		return Max{}, fmt.Errorf("cpu.cfs_quota_us %q: %w", strings.TrimSpace(string(qb)), errSyntax)
+		return Limits{}, fmt.Errorf("cpu.cfs_quota_us %q: %w", strings.TrimSpace(string(qb)), errSyntax)
 	}
 	p, err := strconv.ParseInt(strings.TrimSpace(string(pb)), 10, 64)
 	if err != nil || p <= 0 || p > maxDurationUs {
-		return Max{}, fmt.Errorf("cpu.cfs_period_us %q: %w", strings.TrimSpace(string(pb)), errSyntax)
+		return Limits{}, fmt.Errorf("cpu.cfs_period_us %q: %w", strings.TrimSpace(string(pb)), errSyntax)
 	}
-	m := Max{Quota: -1, Period: time.Duration(p) * time.Microsecond}
+	m := Limits{Period: time.Duration(p) * time.Microsecond}
 	if q > 0 {
 		m.Quota = time.Duration(q) * time.Microsecond
 	}

@@ -166,21 +166,21 @@ func TestParseCPUMax(t *testing.T) {
 	const ms = time.Millisecond
 	tests := []struct {
 		in   string
-		want Max
+		want Limits
 		err  bool
 	}{
-		{in: "max 100000\n", want: Max{Quota: -1, Period: 100 * ms}},
-		{in: "20000 100000\n", want: Max{Quota: 20 * ms, Period: 100 * ms}},
-		{in: "150000 100000\n", want: Max{Quota: 150 * ms, Period: 100 * ms}},
-		{in: "1000 1000\n", want: Max{Quota: ms, Period: ms}},
-		{in: "max 1000000", want: Max{Quota: -1, Period: time.Second}},
+		{in: "max 100000\n", want: Limits{Period: 100 * ms}},
+		{in: "20000 100000\n", want: Limits{Quota: 20 * ms, Period: 100 * ms}},
+		{in: "150000 100000\n", want: Limits{Quota: 150 * ms, Period: 100 * ms}},
+		{in: "1000 1000\n", want: Limits{Quota: ms, Period: ms}},
+		{in: "max 1000000", want: Limits{Period: time.Second}},
 		// A missing period is the kernel's default.
-		{in: "max\n", want: Max{Quota: -1, Period: 100 * ms}},
-		{in: "50000\n", want: Max{Quota: 50 * ms, Period: 100 * ms}},
-		{in: "  20000\t100000  \n", want: Max{Quota: 20 * ms, Period: 100 * ms}},
+		{in: "max\n", want: Limits{Period: 100 * ms}},
+		{in: "50000\n", want: Limits{Quota: 50 * ms, Period: 100 * ms}},
+		{in: "  20000\t100000  \n", want: Limits{Quota: 20 * ms, Period: 100 * ms}},
 		// The kernel never shows more than 2^44-1 us; the largest value
 		// that still fits a time.Duration is accepted.
-		{in: "9223372036854775 100000\n", want: Max{Quota: 9223372036854775 * time.Microsecond, Period: 100 * ms}},
+		{in: "9223372036854775 100000\n", want: Limits{Quota: 9223372036854775 * time.Microsecond, Period: 100 * ms}},
 		{in: "", err: true},
 		{in: "\n", err: true},
 		{in: "garbage\n", err: true},
@@ -210,7 +210,7 @@ func TestParseCPUMax(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("parseCPUMax(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
-		if got.Unlimited() != (tc.want.Quota < 0) {
+		if got.Unlimited() != (tc.want.Quota == 0) {
 			t.Errorf("parseCPUMax(%q).Unlimited() = %v", tc.in, got.Unlimited())
 		}
 	}
@@ -220,14 +220,17 @@ func TestParseV1Max(t *testing.T) {
 	const ms = time.Millisecond
 	tests := []struct {
 		quota, period string
-		want          Max
+		want          Limits
 		err           bool
 	}{
-		{quota: "-1\n", period: "100000\n", want: Max{Quota: -1, Period: 100 * ms}},
-		{quota: "20000\n", period: "100000\n", want: Max{Quota: 20 * ms, Period: 100 * ms}},
-		{quota: "250000", period: "50000", want: Max{Quota: 250 * ms, Period: 50 * ms}},
-		{quota: "1000\n", period: "1000000\n", want: Max{Quota: ms, Period: time.Second}},
-		{quota: " 20000 ", period: " 100000 ", want: Max{Quota: 20 * ms, Period: 100 * ms}},
+		{quota: "-1\n", period: "100000\n", want: Limits{Period: 100 * ms}},
+		// Not positive is no quota too (a fixture's 0, a kernel bug's -2).
+		{quota: "0\n", period: "100000\n", want: Limits{Period: 100 * ms}},
+		{quota: "-2\n", period: "50000\n", want: Limits{Period: 50 * ms}},
+		{quota: "20000\n", period: "100000\n", want: Limits{Quota: 20 * ms, Period: 100 * ms}},
+		{quota: "250000", period: "50000", want: Limits{Quota: 250 * ms, Period: 50 * ms}},
+		{quota: "1000\n", period: "1000000\n", want: Limits{Quota: ms, Period: time.Second}},
+		{quota: " 20000 ", period: " 100000 ", want: Limits{Quota: 20 * ms, Period: 100 * ms}},
 		{quota: "abc\n", period: "100000\n", err: true},
 		{quota: "\n", period: "100000\n", err: true},
 		{quota: "20000\n", period: "\n", err: true},

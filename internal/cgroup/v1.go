@@ -108,7 +108,7 @@ func (m *Manager) createV1(name string, lim Limits) (_ Group, err error) {
 func writeV1Limits(dir string, lim Limits) error {
 	// A new group has quota -1, so the period can be set first and the
 	// quota (validated by the kernel against the period) second.
-	if err := WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), durUs(lim.EffectivePeriod())); err != nil {
+	if err := WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), durUs(lim.Period)); err != nil {
 		return err
 	}
 	if lim.Unlimited() {
@@ -146,20 +146,6 @@ func (g *v1Group) Stat() (Stat, error) {
 		return Stat{}, fmt.Errorf("parse %s: %w", g.usageFD.Name(), err)
 	}
 	return s, nil
-}
-
-func (g *v1Group) Max() (Max, error) {
-	q, err := os.Open(filepath.Join(g.cpuDir, "cpu.cfs_quota_us"))
-	if err != nil {
-		return Max{}, err
-	}
-	defer q.Close()
-	p, err := os.Open(filepath.Join(g.cpuDir, "cpu.cfs_period_us"))
-	if err != nil {
-		return Max{}, err
-	}
-	defer p.Close()
-	return parseV1Max(q, p)
 }
 
 func (g *v1Group) Destroy() error { return g.destroy(nil) }

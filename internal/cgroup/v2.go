@@ -51,7 +51,7 @@ func (m *Manager) createV2(name string, lim Limits) (_ Group, err error) {
 	if !lim.Unlimited() {
 		quota = durUs(lim.Quota)
 	}
-	if err := WriteFile(filepath.Join(leaf, "cpu.max"), quota+" "+durUs(lim.EffectivePeriod())); err != nil {
+	if err := WriteFile(filepath.Join(leaf, "cpu.max"), quota+" "+durUs(lim.Period)); err != nil {
 		return nil, err
 	}
 	if lim.Burst > 0 {
@@ -104,15 +104,6 @@ func (g *v2Group) Stat() (Stat, error) {
 		return Stat{}, fmt.Errorf("parse %s: %w", g.statFD.Name(), err)
 	}
 	return s, nil
-}
-
-func (g *v2Group) Max() (Max, error) {
-	f, err := os.Open(filepath.Join(g.cpuDir, "cpu.max"))
-	if err != nil {
-		return Max{}, err
-	}
-	defer f.Close()
-	return parseCPUMax(f)
 }
 
 func (g *v2Group) Destroy() error {

@@ -204,12 +204,12 @@ func TestPrepareExecForLimits(t *testing.T) {
 		round Rounding
 		want  int
 	}{
-		{cgroup.Limits{Quota: 150 * time.Millisecond}, Floor, 1},
-		{cgroup.Limits{Quota: 150 * time.Millisecond}, Ceil, 2},
-		{cgroup.Limits{Quota: 50 * time.Millisecond}, Floor, 1},
+		{cgroup.Limits{Period: 100 * time.Millisecond, Quota: 150 * time.Millisecond}, Floor, 1},
+		{cgroup.Limits{Period: 100 * time.Millisecond, Quota: 150 * time.Millisecond}, Ceil, 2},
+		{cgroup.Limits{Period: 100 * time.Millisecond, Quota: 50 * time.Millisecond}, Floor, 1},
 		{cgroup.Limits{Quota: 30 * time.Millisecond, Period: 10 * time.Millisecond}, Floor, 2}, // 3 CPUs on 2
-		{cgroup.Limits{}, Floor, 2},
-		{cgroup.Limits{Cpuset: "1"}, Floor, 1},
+		{cgroup.Limits{Period: 100 * time.Millisecond}, Floor, 2},
+		{cgroup.Limits{Period: 100 * time.Millisecond, Cpuset: "1"}, Floor, 1},
 	} {
 		lim := c.lim
 		p := PrepareExec(ExecOptions{Limits: &lim, Round: c.round, ProcRoot: proc, FSRoot: fs})

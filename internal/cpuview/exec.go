@@ -143,7 +143,7 @@ func ForLimits(procRoot, fsRoot string, lim cgroup.Limits) *View {
 		}
 	}
 	l := Level{Cgroup: v.Cgroup}
-	l.setQuota(lim.Quota, lim.EffectivePeriod(), !lim.Unlimited())
+	l.setLimits(lim)
 	v.Levels = []Level{l}
 	v.finish()
 	return v

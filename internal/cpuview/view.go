@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 )
@@ -62,11 +61,12 @@ type Level struct {
 	Error string `json:"error,omitempty"`
 }
 
-// setQuota records the period and, when limited, the quota and its CPUs.
-func (l *Level) setQuota(quota, period time.Duration, limited bool) {
-	l.PeriodNs = int64(period)
-	if limited {
-		q, c := int64(quota), float64(quota)/float64(period)
+// setLimits records the period, the burst and, when limited, the quota
+// and its CPUs.
+func (l *Level) setLimits(lim cgroup.Limits) {
+	l.PeriodNs, l.BurstNs = int64(lim.Period), int64(lim.Burst)
+	if !lim.Unlimited() {
+		q, c := int64(lim.Quota), lim.CPUs()
 		l.QuotaNs, l.CPUs = &q, &c
 	}
 }
@@ -306,18 +306,15 @@ func (v *View) walk(h *cgroup.Hierarchy, p, dir string) {
 
 func readLevel(version int, p, dir string) Level {
 	l := Level{Cgroup: p, Dir: dir}
-	m, err := cgroup.ReadMax(dir, version)
+	lim, err := cgroup.ReadLimits(dir, version)
 	switch {
 	case err == nil:
-		l.setQuota(m.Quota, m.Period, !m.Unlimited())
+		l.setLimits(lim)
 	case version == 2 && errors.Is(err, fs.ErrNotExist):
 		// The v2 root, or a group whose parent does not enable the cpu
 		// controller for it: no quota at this level.
 	default:
 		l.Error = shortErr(err)
-	}
-	if b, err := cgroup.ReadBurst(dir, version); err == nil {
-		l.BurstNs = int64(b)
 	}
 	w, _ := cgroup.ReadWeight(dir, version)
 	if version == 2 {

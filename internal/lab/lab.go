@@ -38,6 +38,18 @@ type UserError struct{ Err error }
 func (e *UserError) Error() string { return e.Err.Error() }
 func (e *UserError) Unwrap() error { return e.Err }
 
+// MinSampleInterval is the shortest SampleInterval: shorter, reading the
+// counters would cost more CPU than the workload's periods show.
+const MinSampleInterval = 100 * time.Microsecond
+
+// SampleIntervalError is a SampleInterval outside MinSampleInterval and
+// the period (a period needs a reading at least once).
+type SampleIntervalError struct{ Interval, Period time.Duration }
+
+func (e *SampleIntervalError) Error() string {
+	return fmt.Sprintf("sample interval %v is outside %v to the %v period", e.Interval, MinSampleInterval, e.Period)
+}
+
 // Config describes one run.
 type Config struct {
 	Limits cgroup.Limits
@@ -56,8 +68,8 @@ type Config struct {
 	// Self is the cfsprobe executable that runs built-in workloads
 	// (default: this executable).
 	Self string
-	// SampleInterval overrides how often counters are read (default:
-	// period/10, at most 10 ms).
+	// SampleInterval overrides how often counters are read: from
+	// MinSampleInterval to the period (0: period/10, from 1 ms to 10 ms).
 	SampleInterval time.Duration
 	// Env is extra environment for the workload ("K=V").
 	Env []string
@@ -146,6 +158,13 @@ func Prepare(cfg Config) (*Plan, error) {
 	if err := cfg.Limits.Validate(); err != nil {
 		return ue(err)
 	}
+	var err error
+	if p.interval, err = sampleInterval(cfg.SampleInterval, cfg.Limits.Period); err != nil {
+		return ue(err)
+	}
+	if err := cgroup.CheckParent(cfg.Parent); err != nil {
+		return ue(fmt.Errorf("parent group %w", err))
+	}
 	p.spec.View = cfg.View
 	layout, err := cgroup.Detect(cfg.ProcRoot, cfg.FSRoot)
 	if err != nil {
@@ -159,22 +178,26 @@ func Prepare(cfg Config) (*Plan, error) {
 	if err := p.mgr.CheckWritable(); err != nil {
 		return ue(err)
 	}
-	if cfg.Limits.Burst > 0 && !p.mgr.BurstSupported() {
-		return ue(fmt.Errorf("%w: drop --burst or use Linux 5.14 or newer", cgroup.ErrNoBurst))
-	}
-	if cfg.Limits.Cpuset != "" {
-		if err := p.mgr.CheckCpuset(cfg.Limits.Cpuset); err != nil {
-			return ue(err)
-		}
+	if err := p.mgr.Check(cfg.Limits); err != nil {
+		return ue(err)
 	}
 	p.host = HostFacts(cfg.ProcRoot, cfg.FSRoot, layout, p.mgr)
-	p.limits = traceLimits(cfg.Limits)
-	p.interval = cfg.SampleInterval
-	if p.interval <= 0 {
-		p.interval = min(cfg.Limits.EffectivePeriod()/10, 10*time.Millisecond)
-		p.interval = max(p.interval, time.Millisecond)
-	}
+	p.limits = trace.LimitsOf(cfg.Limits)
 	return p, nil
+}
+
+// sampleInterval is how often the counters of a group with the given
+// period are read: given, when it is from MinSampleInterval to the
+// period (a *SampleIntervalError otherwise), or for 0 a tenth of the
+// period, from 1 ms to 10 ms.
+func sampleInterval(given, period time.Duration) (time.Duration, error) {
+	switch {
+	case given == 0:
+		return max(min(period/10, 10*time.Millisecond), time.Millisecond), nil
+	case given < MinSampleInterval || given > period:
+		return 0, &SampleIntervalError{Interval: given, Period: period}
+	}
+	return given, nil
 }
 
 func jsonParams(m map[string]any) map[string]any {
@@ -189,16 +212,6 @@ func jsonParams(m map[string]any) map[string]any {
 	return out
 }
 
-func traceLimits(l cgroup.Limits) trace.Limits {
-	t := trace.Limits{PeriodUs: int64(l.EffectivePeriod() / time.Microsecond), BurstUs: int64(l.Burst / time.Microsecond), Cpuset: l.Cpuset}
-	if !l.Unlimited() {
-		q := int64(l.Quota / time.Microsecond)
-		c := l.CPUs()
-		t.QuotaUs, t.CPUs = &q, &c
-	}
-	return t
-}
-
 // Run creates the group, runs the workload in it, samples its counters,
 // removes the group and returns the trace. Cancelling ctx (SIGINT,
 // SIGTERM) kills the workload, removes the group and returns
@@ -211,7 +224,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	})
 	if err != nil {
 		var le *cgroup.LimitError
-		if errors.As(err, &le) || errors.Is(err, cgroup.ErrNoBurst) {
+		if errors.As(err, &le) {
 			return nil, &UserError{err}
 		}
 		return nil, fmt.Errorf("create the cgroup: %w", err)
@@ -270,7 +283,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	if !p.cfg.Limits.Unlimited() {
 		// The kernel accounts a period when it ends: wait for the boundary
 		// that closes the period in which the workload exited.
-		smp.waitPeriodChange(p.cfg.Limits.EffectivePeriod() + 3*p.interval)
+		smp.waitPeriodChange(p.cfg.Limits.Period + 3*p.interval)
 	}
 	smp.stop()
 	readDone.Wait()
@@ -303,8 +316,9 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 // first sample (the lab made it).
 func Finish(tr *trace.Trace, samples []trace.CounterSample, wallNs int64, fresh bool) {
 	first, last := samples[0], samples[len(samples)-1]
+	lim := tr.Limits.Cgroup()
 	tr.Periods = trace.BuildTimeline(samples, trace.TrackerConfig{
-		Period: tr.Limits.Period(), Quota: tr.Limits.Quota(), CPUs: tr.Host.CPUs, FromStart: fresh,
+		Period: lim.Period, Quota: lim.Quota, CPUs: tr.Host.CPUs, FromStart: fresh,
 	})
 	s := &tr.Summary
 	s.WallNs = wallNs

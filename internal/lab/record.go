@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
@@ -20,8 +19,9 @@ type RecordConfig struct {
 	Group monitor.Group
 	// Duration is how long to follow it; 0: until ctx is done.
 	Duration time.Duration
-	// SampleInterval overrides how often counters are read (default:
-	// period/10, at most 10 ms).
+	// SampleInterval overrides how often counters are read: from
+	// MinSampleInterval to the group's period (0: period/10, from 1 ms to
+	// 10 ms).
 	SampleInterval time.Duration
 	// Args say how the group was selected, for the trace's spec.
 	Args []string
@@ -40,10 +40,9 @@ func Record(ctx context.Context, cfg RecordConfig) (*trace.Trace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the limits of %s: %w", g.Path, err)
 	}
-	limits := cgroup.Limits{Period: lim.Period, Quota: max(lim.Quota, 0), Burst: lim.Burst}
-	interval := cfg.SampleInterval
-	if interval <= 0 {
-		interval = max(min(lim.Period/10, 10*time.Millisecond), time.Millisecond)
+	interval, err := sampleInterval(cfg.SampleInterval, lim.Period)
+	if err != nil {
+		return nil, err
 	}
 	s0, err := g.Stat()
 	if err != nil {
@@ -76,7 +75,7 @@ func Record(ctx context.Context, cfg RecordConfig) (*trace.Trace, error) {
 	tr := &trace.Trace{
 		Schema: trace.Schema, Tool: trace.Tool{Name: "cfsprobe", Version: Version},
 		Spec: trace.Spec{Workload: Recorded, Args: append([]string{}, cfg.Args...)},
-		Host: cfg.Host, Limits: traceLimits(limits),
+		Host: cfg.Host, Limits: trace.LimitsOf(lim),
 		Cgroup:           trace.Cgroup{Path: g.Path, Version: g.Version},
 		Started:          started.UTC(),
 		SampleIntervalNs: int64(interval),

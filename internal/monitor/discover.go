@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"golang.org/x/sys/unix"
@@ -44,24 +43,6 @@ type Discovery struct {
 	// Walked counts the groups whose directories the walk listed, with
 	// a quota or without (within Options.MaxDepth).
 	Walked int
-}
-
-// Limits are a group's CFS bandwidth settings.
-type Limits struct {
-	Quota  time.Duration // CPU time per period; -1 when unlimited
-	Period time.Duration // enforcement period
-	Burst  time.Duration // CPU time a period may borrow from earlier ones; 0 when none (or the kernel has no burst)
-}
-
-// Unlimited reports whether no quota is set.
-func (l Limits) Unlimited() bool { return l.Quota < 0 }
-
-// CPUs is the quota in CPUs (0 when unlimited).
-func (l Limits) CPUs() float64 {
-	if l.Unlimited() || l.Period <= 0 {
-		return 0
-	}
-	return float64(l.Quota) / float64(l.Period)
 }
 
 // Discover walks the cpu hierarchy and returns the groups that have a CPU
@@ -328,22 +309,16 @@ func (g Group) Stat() (cgroup.Stat, error) {
 	return cgroup.ReadStat(g.CPUDir, g.AcctDir, g.Version)
 }
 
-// Limits reads the group's quota, period and burst. Quota is -1 when no
-// quota is set, and also for a v2 group without cpu.max (the root, or a
-// group whose parent does not enable the cpu controller).
-func (g Group) Limits() (Limits, error) {
-	m, err := cgroup.ReadMax(g.CPUDir, g.Version)
-	if err != nil {
-		if g.Version == 2 && errors.Is(err, fs.ErrNotExist) && fileExists(filepath.Join(g.CPUDir, "cpu.stat")) {
-			return Limits{Quota: -1, Period: cgroup.DefaultPeriod}, nil
-		}
-		return Limits{}, err
+// Limits reads the group's quota, period and burst (cgroup.ReadLimits):
+// Quota is 0 when no quota is set, and also for a v2 group without
+// cpu.max (the root, or a group whose parent does not enable the cpu
+// controller), whose period is the kernel's default.
+func (g Group) Limits() (cgroup.Limits, error) {
+	l, err := cgroup.ReadLimits(g.CPUDir, g.Version)
+	if err != nil && g.Version == 2 && errors.Is(err, fs.ErrNotExist) && fileExists(filepath.Join(g.CPUDir, "cpu.stat")) {
+		return cgroup.Limits{Period: cgroup.DefaultPeriod}, nil
 	}
-	l := Limits{Quota: m.Quota, Period: m.Period}
-	if l.Burst, err = cgroup.ReadBurst(g.CPUDir, g.Version); err != nil {
-		return Limits{}, err
-	}
-	return l, nil
+	return l, err
 }
 
 // IsGone reports whether an error from reading a group means that the

@@ -22,7 +22,7 @@ const ms = time.Millisecond
 type wantGroup struct {
 	path string
 	id   Identity
-	lim  Limits
+	lim  cgroup.Limits
 	stat cgroup.Stat
 }
 
@@ -47,31 +47,31 @@ var discoverCases = []struct {
 			{
 				path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(podA) + ".slice",
 				id:   Identity{Kind: KindKubernetes, Name: "pod 48118e8f", PodUID: podA, QoS: QoSBurstable, Unit: "kubepods-burstable-pod" + esc(podA) + ".slice"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 9876540000, NrPeriods: 10007, NrThrottled: 3335, ThrottledNs: 4115390000, NrBursts: 1, BurstNs: 500000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(podA) + ".slice/cri-containerd-" + ctrA + ".scope",
 				id:   Identity{Kind: KindKubernetes, Name: "pod 48118e8f/containerd 8a9026fda27b", PodUID: podA, QoS: QoSBurstable, ContainerID: ctrA, Runtime: RuntimeContainerd, Unit: "cri-containerd-" + ctrA + ".scope"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms, Burst: 10 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms, Burst: 10 * ms},
 				stat: cgroup.Stat{UsageNs: 11851848000, NrPeriods: 12007, NrThrottled: 4002, ThrottledNs: 4938468000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(podB) + ".slice/cri-containerd-" + ctrB1 + ".scope",
 				id:   Identity{Kind: KindKubernetes, Name: "pod 94cc4dea/containerd 0f80d7a3fe96", PodUID: podB, QoS: QoSBurstable, ContainerID: ctrB1, Runtime: RuntimeContainerd, Unit: "cri-containerd-" + ctrB1 + ".scope"},
-				lim:  Limits{Quota: 20 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 20 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 14814810000, NrPeriods: 15007, NrThrottled: 5002, ThrottledNs: 6172468000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-pod" + esc(podC) + ".slice",
 				id:   Identity{Kind: KindKubernetes, Name: "pod d3ce16dc", PodUID: podC, QoS: QoSGuaranteed, Unit: "kubepods-pod" + esc(podC) + ".slice"},
-				lim:  Limits{Quota: 200 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 200 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 16790118000, NrPeriods: 17007, NrThrottled: 5669, ThrottledNs: 6995546000, NrBursts: 2, BurstNs: 1000000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-pod" + esc(podC) + ".slice/cri-containerd-" + ctrC + ".scope",
 				id:   Identity{Kind: KindKubernetes, Name: "pod d3ce16dc/containerd 95cce2f742de", PodUID: podC, QoS: QoSGuaranteed, ContainerID: ctrC, Runtime: RuntimeContainerd, Unit: "cri-containerd-" + ctrC + ".scope"},
-				lim:  Limits{Quota: 200 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 200 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 18765426000, NrPeriods: 19007, NrThrottled: 6335, ThrottledNs: 7817390000, NrBursts: 1, BurstNs: 500000},
 			},
 		},
@@ -84,25 +84,25 @@ var discoverCases = []struct {
 			{
 				path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(podE) + ".slice",
 				id:   Identity{Kind: KindKubernetes, Name: "pod d81d8bf8", PodUID: podE, QoS: QoSBurstable, Unit: "kubepods-burstable-pod" + esc(podE) + ".slice"},
-				lim:  Limits{Quota: 100 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 100 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 31604928000, NrPeriods: 32007, NrThrottled: 10669, ThrottledNs: 13165546000, NrBursts: 2, BurstNs: 1000000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(podE) + ".slice/crio-" + ctrE + ".scope",
 				id:   Identity{Kind: KindKubernetes, Name: "pod d81d8bf8/cri-o 89f590d96fb2", PodUID: podE, QoS: QoSBurstable, ContainerID: ctrE, Runtime: RuntimeCRIO, Unit: "crio-" + ctrE + ".scope"},
-				lim:  Limits{Quota: 100 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 100 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 34567890000, NrPeriods: 35007, NrThrottled: 11669, ThrottledNs: 14399546000, NrBursts: 2, BurstNs: 1000000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-pod" + esc(podG) + ".slice",
 				id:   Identity{Kind: KindKubernetes, Name: "pod eaf9d47b", PodUID: podG, QoS: QoSGuaranteed, Unit: "kubepods-pod" + esc(podG) + ".slice"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 40493814000, NrPeriods: 41007, NrThrottled: 13669, ThrottledNs: 16867546000, NrBursts: 2, BurstNs: 1000000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-pod" + esc(podG) + ".slice/crio-" + ctrG + ".scope",
 				id:   Identity{Kind: KindKubernetes, Name: "pod eaf9d47b/cri-o 23aa3858f4c7", PodUID: podG, QoS: QoSGuaranteed, ContainerID: ctrG, Runtime: RuntimeCRIO, Unit: "crio-" + ctrG + ".scope"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 41481468000, NrPeriods: 42007, NrThrottled: 14002, ThrottledNs: 17278468000},
 			},
 		},
@@ -117,37 +117,37 @@ var discoverCases = []struct {
 			{
 				path: "/docker/" + dockerX,
 				id:   Identity{Kind: KindDocker, Name: "docker 38b69922967f", ContainerID: dockerX, Runtime: RuntimeDocker},
-				lim:  Limits{Quota: 150 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 150 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 45432084123, NrPeriods: 46007, NrThrottled: 15335, ThrottledNs: 18923390000},
 			},
 			{
 				path: "/kubepods/burstable/pod" + podH,
 				id:   Identity{Kind: KindKubernetes, Name: "pod 0dea1949", PodUID: podH, QoS: QoSBurstable},
-				lim:  Limits{Quota: 30 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 30 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 51358008123, NrPeriods: 52007, NrThrottled: 17335, ThrottledNs: 21391390000},
 			},
 			{
 				path: "/kubepods/burstable/pod" + podH + "/" + ctrH,
 				id:   Identity{Kind: KindKubernetes, Name: "pod 0dea1949/container 7d6eddd1a71d", PodUID: podH, QoS: QoSBurstable, ContainerID: ctrH},
-				lim:  Limits{Quota: 30 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 30 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 53333316123, NrPeriods: 54007, NrThrottled: 18002, ThrottledNs: 22214468000},
 			},
 			{
 				path: "/kubepods/burstable/pod" + podI + "/" + ctrI1,
 				id:   Identity{Kind: KindKubernetes, Name: "pod 09eb5a25/container a5cfa21bca7c", PodUID: podI, QoS: QoSBurstable, ContainerID: ctrI1},
-				lim:  Limits{Quota: 25 * ms, Period: 50 * ms},
+				lim:  cgroup.Limits{Quota: 25 * ms, Period: 50 * ms},
 				stat: cgroup.Stat{UsageNs: 56296278123, NrPeriods: 57007, NrThrottled: 19002, ThrottledNs: 23448468000},
 			},
 			{
 				path: "/kubepods/pod" + podJ,
 				id:   Identity{Kind: KindKubernetes, Name: "pod 7ba845e4", PodUID: podJ, QoS: QoSGuaranteed},
-				lim:  Limits{Quota: 100 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 100 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 58271586123, NrPeriods: 59007, NrThrottled: 19669, ThrottledNs: 24271546000},
 			},
 			{
 				path: "/kubepods/pod" + podJ + "/" + ctrJ,
 				id:   Identity{Kind: KindKubernetes, Name: "pod 7ba845e4/container b924a3c41c4e", PodUID: podJ, QoS: QoSGuaranteed, ContainerID: ctrJ},
-				lim:  Limits{Quota: 100 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 100 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 60246894123, NrPeriods: 61007, NrThrottled: 20335, ThrottledNs: 25093390000},
 			},
 		},
@@ -161,31 +161,31 @@ var discoverCases = []struct {
 			{
 				path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(podL) + ".slice",
 				id:   Identity{Kind: KindKubernetes, Name: "pod 0538ece5", PodUID: podL, QoS: QoSBurstable, Unit: "kubepods-burstable-pod" + esc(podL) + ".slice"},
-				lim:  Limits{Quota: 150 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 150 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 72098742123, NrPeriods: 73007, NrThrottled: 24335, ThrottledNs: 30029390000, NrBursts: 1, BurstNs: 500000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(podL) + ".slice/cri-containerd-" + ctrL1 + ".scope",
 				id:   Identity{Kind: KindKubernetes, Name: "pod 0538ece5/containerd 33cf4ca9d482", PodUID: podL, QoS: QoSBurstable, ContainerID: ctrL1, Runtime: RuntimeContainerd, Unit: "cri-containerd-" + ctrL1 + ".scope"},
-				lim:  Limits{Quota: 100 * ms, Period: 100 * ms, Burst: 20 * ms},
+				lim:  cgroup.Limits{Quota: 100 * ms, Period: 100 * ms, Burst: 20 * ms},
 				stat: cgroup.Stat{UsageNs: 74074050123, NrPeriods: 75007, NrThrottled: 25002, ThrottledNs: 30852468000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc(podL) + ".slice/cri-containerd-" + ctrL2 + ".scope",
 				id:   Identity{Kind: KindKubernetes, Name: "pod 0538ece5/containerd ccd1d47d14c8", PodUID: podL, QoS: QoSBurstable, ContainerID: ctrL2, Runtime: RuntimeContainerd, Unit: "cri-containerd-" + ctrL2 + ".scope"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 75061704123, NrPeriods: 76007, NrThrottled: 25335, ThrottledNs: 31263390000, NrBursts: 1, BurstNs: 500000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-pod" + esc(podN) + ".slice",
 				id:   Identity{Kind: KindKubernetes, Name: "pod e5a760cd", PodUID: podN, QoS: QoSGuaranteed, Unit: "kubepods-pod" + esc(podN) + ".slice"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 78024666123, NrPeriods: 79007, NrThrottled: 26335, ThrottledNs: 32497390000, NrBursts: 1, BurstNs: 500000},
 			},
 			{
 				path: "/kubepods.slice/kubepods-pod" + esc(podN) + ".slice/cri-containerd-" + ctrN + ".scope",
 				id:   Identity{Kind: KindKubernetes, Name: "pod e5a760cd/containerd 27beb74093b1", PodUID: podN, QoS: QoSGuaranteed, ContainerID: ctrN, Runtime: RuntimeContainerd, Unit: "cri-containerd-" + ctrN + ".scope"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 79012320123, NrPeriods: 80007, NrThrottled: 26669, ThrottledNs: 32909546000, NrBursts: 2, BurstNs: 1000000},
 			},
 		},
@@ -197,13 +197,13 @@ var discoverCases = []struct {
 			{
 				path: "/system.slice/docker-" + dA + ".scope",
 				id:   Identity{Kind: KindDocker, Name: "docker 8ba8dcdbd628", ContainerID: dA, Runtime: RuntimeDocker, Unit: "docker-" + dA + ".scope"},
-				lim:  Limits{Quota: 150 * ms, Period: 100 * ms, Burst: 50 * ms},
+				lim:  cgroup.Limits{Quota: 150 * ms, Period: 100 * ms, Burst: 50 * ms},
 				stat: cgroup.Stat{UsageNs: 83950590000, NrPeriods: 85007, NrThrottled: 28335, ThrottledNs: 34965390000, NrBursts: 1, BurstNs: 500000},
 			},
 			{
 				path: "/system.slice/docker-" + dC + ".scope",
 				id:   Identity{Kind: KindDocker, Name: "docker deac195d9b41", ContainerID: dC, Runtime: RuntimeDocker, Unit: "docker-" + dC + ".scope"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 85925898000, NrPeriods: 87007, NrThrottled: 29002, ThrottledNs: 35788468000},
 			},
 		},
@@ -216,25 +216,25 @@ var discoverCases = []struct {
 			{
 				path: "/machine.slice/libpod-" + pA + ".scope",
 				id:   Identity{Kind: KindPodman, Name: "podman 92237a12e542", ContainerID: pA, Runtime: RuntimePodman, Unit: "libpod-" + pA + ".scope"},
-				lim:  Limits{Quota: 100 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 100 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 89876514000, NrPeriods: 91007, NrThrottled: 30335, ThrottledNs: 37433390000, NrBursts: 1, BurstNs: 500000},
 			},
 			{
 				path: "/machine.slice/machine-libpod_pod_" + podP + ".slice",
 				id:   Identity{Kind: KindPodman, Name: "podman pod 7a8027a80e05", Unit: "machine-libpod_pod_" + podP + ".slice"},
-				lim:  Limits{Quota: 200 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 200 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 91851822000, NrPeriods: 93007, NrThrottled: 31002, ThrottledNs: 38256468000},
 			},
 			{
 				path: "/machine.slice/machine-libpod_pod_" + podP + ".slice/libpod-" + pB + ".scope",
 				id:   Identity{Kind: KindPodman, Name: "podman ed927c347033", ContainerID: pB, Runtime: RuntimePodman, Unit: "libpod-" + pB + ".scope"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 93827130000, NrPeriods: 95007, NrThrottled: 31669, ThrottledNs: 39079546000, NrBursts: 2, BurstNs: 1000000},
 			},
 			{
 				path: "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + pR + ".scope",
 				id:   Identity{Kind: KindPodman, Name: "podman 9e501568f9b3", ContainerID: pR, Runtime: RuntimePodman, Unit: "libpod-" + pR + ".scope"},
-				lim:  Limits{Quota: 25 * ms, Period: 50 * ms},
+				lim:  cgroup.Limits{Quota: 25 * ms, Period: 50 * ms},
 				stat: cgroup.Stat{UsageNs: 100740708000, NrPeriods: 102007, NrThrottled: 34002, ThrottledNs: 41958468000},
 			},
 		},
@@ -246,31 +246,31 @@ var discoverCases = []struct {
 			{
 				path: "/system.slice/nginx.service",
 				id:   Identity{Kind: KindSystemd, Name: "nginx.service", Unit: "nginx.service"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 104691324000, NrPeriods: 106007, NrThrottled: 35335, ThrottledNs: 43603390000, NrBursts: 1, BurstNs: 500000},
 			},
 			{
 				path: "/system.slice/backup.service",
 				id:   Identity{Kind: KindSystemd, Name: "backup.service", Unit: "backup.service"},
-				lim:  Limits{Quota: 20 * ms, Period: 100 * ms, Burst: 10 * ms},
+				lim:  cgroup.Limits{Quota: 20 * ms, Period: 100 * ms, Burst: 10 * ms},
 				stat: cgroup.Stat{UsageNs: 106666632000, NrPeriods: 108007, NrThrottled: 36002, ThrottledNs: 44426468000},
 			},
 			{
 				path: "/batch.slice",
 				id:   Identity{Kind: KindSystemd, Name: "batch.slice", Unit: "batch.slice"},
-				lim:  Limits{Quota: 200 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 200 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 109629594000, NrPeriods: 111007, NrThrottled: 37002, ThrottledNs: 45660468000},
 			},
 			{
 				path: "/user.slice/user-1000.slice",
 				id:   Identity{Kind: KindSystemd, Name: "user-1000.slice", Unit: "user-1000.slice"},
-				lim:  Limits{Quota: 100 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 100 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 112592556000, NrPeriods: 114007, NrThrottled: 38002, ThrottledNs: 46894468000},
 			},
 			{
 				path: "/custom/job1",
 				id:   Identity{Kind: KindCgroup, Name: "/custom/job1"},
-				lim:  Limits{Quota: 30 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 30 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 115555518000, NrPeriods: 117007, NrThrottled: 39002, ThrottledNs: 48128468000},
 			},
 		},
@@ -283,13 +283,13 @@ var discoverCases = []struct {
 			{
 				path: "/system.slice/docker-" + hA + ".scope",
 				id:   Identity{Kind: KindDocker, Name: "docker b81cea691b5b", ContainerID: hA, Runtime: RuntimeDocker, Unit: "docker-" + hA + ".scope"},
-				lim:  Limits{Quota: 200 * ms, Period: 100 * ms, Burst: 100 * ms},
+				lim:  cgroup.Limits{Quota: 200 * ms, Period: 100 * ms, Burst: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 119506134123, NrPeriods: 121007, NrThrottled: 40335, ThrottledNs: 49773390000, NrBursts: 1, BurstNs: 500000},
 			},
 			{
 				path: "/batch/job-42",
 				id:   Identity{Kind: KindCgroup, Name: "/batch/job-42"},
-				lim:  Limits{Quota: 50 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 124444404123, NrPeriods: 126007, NrThrottled: 42002, ThrottledNs: 51830468000},
 			},
 		},
@@ -302,7 +302,7 @@ var discoverCases = []struct {
 			{
 				path: "/",
 				id:   Identity{Kind: KindCgroup, Name: "/"},
-				lim:  Limits{Quota: 150 * ms, Period: 100 * ms},
+				lim:  cgroup.Limits{Quota: 150 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 125432058000, NrPeriods: 127007, NrThrottled: 42335, ThrottledNs: 52241390000, NrBursts: 1, BurstNs: 500000},
 			},
 		},
@@ -465,7 +465,7 @@ func TestDiscoverAll(t *testing.T) {
 // Groups without a quota, as All shows them: the root, a v2 group without
 // the cpu controller, conmon and crun's nested group.
 func TestDiscoverAllUnlimited(t *testing.T) {
-	unlimited := Limits{Quota: -1, Period: 100 * ms}
+	unlimited := cgroup.Limits{Period: 100 * ms}
 	cases := []struct {
 		fixture string
 		want    wantGroup
@@ -605,7 +605,7 @@ func TestParseQuotaSet(t *testing.T) {
 }
 
 // FuzzParseQuotaSet checks that a quota is set exactly when the kernel's
-// own parser (cgroup.ReadMax's) reads a positive quota from the same text.
+// own parser (cgroup.ReadLimits') reads a positive quota from the same text.
 func FuzzParseQuotaSet(f *testing.F) {
 	for _, s := range []string{"-1\n", "50000\n", "max 100000\n", "50000 100000\n", "max\n", "0", " 7 "} {
 		f.Add([]byte(s), 1)
@@ -622,7 +622,7 @@ func FuzzParseQuotaSet(f *testing.F) {
 			}
 			return
 		}
-		// Cross-check with cgroup.ReadMax on the same contents.
+		// Cross-check with cgroup.ReadLimits on the same contents.
 		dir := t.TempDir()
 		if version == 2 {
 			writeFile(t, filepath.Join(dir, "cpu.max"), string(b))
@@ -630,9 +630,9 @@ func FuzzParseQuotaSet(f *testing.F) {
 			writeFile(t, filepath.Join(dir, "cpu.cfs_quota_us"), string(b))
 			writeFile(t, filepath.Join(dir, "cpu.cfs_period_us"), "100000\n")
 		}
-		m, err := cgroup.ReadMax(dir, version)
+		m, err := cgroup.ReadLimits(dir, version)
 		if err == nil && m.Unlimited() == set {
-			t.Fatalf("parseQuotaSet(%q, v%d) = %v but ReadMax gives quota %v", b, version, set, m.Quota)
+			t.Fatalf("parseQuotaSet(%q, v%d) = %v but ReadLimits gives quota %v", b, version, set, m.Quota)
 		}
 	})
 }

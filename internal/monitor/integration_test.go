@@ -132,7 +132,7 @@ func TestDiscoverRealCgroups(t *testing.T) {
 			t.Fatalf("%s: Limits: %v", g.Path, err)
 		}
 		wantQuota := []time.Duration{20 * ms, 50 * ms}[i]
-		if lim != (Limits{Quota: wantQuota, Period: 100 * ms}) {
+		if lim != (cgroup.Limits{Quota: wantQuota, Period: 100 * ms}) {
 			t.Errorf("%s: Limits = %+v, want quota %v per 100ms, no burst", g.Path, lim, wantQuota)
 		}
 	}

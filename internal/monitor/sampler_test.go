@@ -52,7 +52,7 @@ func TestHistogramObserve(t *testing.T) {
 // the Sampler's passes (every period/10, give or take a fifth) take: all
 // until the grid is pinned, then those of the focus plan. It returns the
 // periods and how many readings were taken, and how many passes ran.
-func focusRun(g tracetest.Group, lim Limits, end time.Duration, seed uint64) (ps []trace.Period, reads, passes int) {
+func focusRun(g tracetest.Group, lim cgroup.Limits, end time.Duration, seed uint64) (ps []trace.Period, reads, passes int) {
 	r := rand.New(rand.NewPCG(seed, 3))
 	sg := &sampled{target: Target{Limits: lim}, tracker: trace.NewTracker(trace.TrackerConfig{Period: lim.Period, Quota: lim.Quota, CPUs: 2}), reading: -1}
 	emit := func(p trace.Period) { ps = append(ps, p) }
@@ -98,7 +98,7 @@ func TestFocus(t *testing.T) {
 		}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lim := Limits{Quota: 20 * ms, Period: tc.g.Period}
+			lim := cgroup.Limits{Quota: 20 * ms, Period: tc.g.Period}
 			ps, reads, passes := focusRun(tc.g, lim, 10*time.Second, 1)
 			if len(ps) < 90 {
 				t.Fatalf("%d periods in 10 s, want about 100", len(ps))

@@ -17,7 +17,7 @@ import (
 // its limits.
 type Target struct {
 	Group  Group
-	Limits Limits
+	Limits cgroup.Limits
 	Burst  bool // the kernel has CPU burst: the group has cpu.cfs_burst_us (v1) or cpu.max.burst (v2)
 }
 
@@ -257,10 +257,10 @@ func (s *Scanner) Close() {
 }
 
 // readLimits reads a group's limits and whether its kernel has burst.
-func readLimits(g Group) (Limits, bool, error) {
+func readLimits(g Group) (cgroup.Limits, bool, error) {
 	lim, err := g.Limits()
 	if err != nil {
-		return Limits{}, false, err
+		return cgroup.Limits{}, false, err
 	}
 	name := "cpu.cfs_burst_us"
 	if g.Version == 2 {

@@ -259,7 +259,7 @@ func timelineChart(id string, t *trace.Trace) *chart {
 	}
 	quotaMs := 0.0
 	if !t.Limits.Unlimited() {
-		quotaMs = float64(t.Limits.Quota()) / 1e6
+		quotaMs = float64(t.Limits.Cgroup().Quota) / 1e6
 	}
 	top := niceMax(max(maxUse, quotaMs*1.08, 0.001), 4)
 	const left, right, upper, bottom = 64, 16, 22, 44

@@ -174,7 +174,7 @@ func checkTimeline(t *testing.T, svg *node, tr *trace.Trace) {
 		t.Errorf("unlimited %v, but %d quota lines", tr.Limits.Unlimited(), len(quota))
 	}
 	if len(quota) == 1 {
-		want := "quota " + num(float64(tr.Limits.Quota())/1e6) + " ms"
+		want := "quota " + num(float64(tr.Limits.Cgroup().Quota)/1e6) + " ms"
 		if txt := quota[0].all(elem("text")); len(txt) != 1 || txt[0].Text != want {
 			t.Errorf("quota label: want %q", want)
 		}

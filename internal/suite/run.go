@@ -16,6 +16,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
 // Env is what scenario values are scaled with.
@@ -119,9 +120,9 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 		sc := &s.Scenarios[i]
 		at := fmt.Sprintf("scenarios.%d", i)
 		cfg := base
-		lim, field, err := s.limits(sc, env)
+		lim, written, err := s.limits(sc, env)
 		if err != nil {
-			return nil, s.errAt(at+".limits."+field, "%v", err)
+			return nil, s.limitErr(at, sc, written, err)
 		}
 		cfg.Limits = lim
 		args := make([]string, len(sc.Args))
@@ -142,16 +143,15 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 		}
 		plan, err := lab.Prepare(cfg)
 		if err != nil {
-			field := ".workload"
-			var ue *lab.UserError
 			var le *cgroup.LimitError
+			var ae *workload.ArgError
 			switch {
 			case errors.As(err, &le):
-				field = ".limits"
-			case errors.As(err, &ue) && strings.Contains(err.Error(), "flag"):
-				field = ".args"
+				return nil, s.limitErr(at, sc, written, le)
+			case errors.As(err, &ae):
+				return nil, s.errAt(at+".args", "%v", err)
 			}
-			return nil, s.errAt(at+field, "%v", err)
+			return nil, s.errAt(at+".workload", "%v", err)
 		}
 		rep := max(sc.Repeat, 1)
 		for r := 1; r <= rep; r++ {
@@ -161,73 +161,110 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 	return steps, nil
 }
 
-// limits turns the scenario's limits into cgroup limits, naming the field
-// at fault.
-func (s *Suite) limits(sc *Scenario, env Env) (cgroup.Limits, string, error) {
-	var l cgroup.Limits
-	dur := func(field, v string, dst *time.Duration) error {
+// limits turns the scenario's limits into cgroup limits, with the values
+// as written after {var} expansion (for messages). The period is the
+// kernel's default when the file gives none.
+func (s *Suite) limits(sc *Scenario, env Env) (cgroup.Limits, map[cgroup.Field]string, error) {
+	l := cgroup.Limits{Period: cgroup.DefaultPeriod}
+	written := map[cgroup.Field]string{}
+	// field reads one field's text; an error is the field's too.
+	field := func(f cgroup.Field, v string) (string, error) {
 		if v == "" {
-			return nil
+			return "", nil
 		}
 		x, err := s.expand(v, env)
+		written[f] = x
 		if err != nil {
+			return "", &fieldError{f, err}
+		}
+		return x, nil
+	}
+	dur := func(f cgroup.Field, v string, dst *time.Duration) error {
+		x, err := field(f, v)
+		if err != nil || x == "" {
 			return err
 		}
 		d, err := time.ParseDuration(x)
 		if err != nil {
-			return fmt.Errorf("%q is not a duration like 100ms", x)
+			return &fieldError{f, fmt.Errorf("%q is not a duration like 100ms", x)}
 		}
 		*dst = d
 		return nil
 	}
-	if err := dur("period", sc.Limits.Period, &l.Period); err != nil {
-		return l, "period", err
+	if err := dur(cgroup.FieldPeriod, sc.Limits.Period, &l.Period); err != nil {
+		return l, written, err
 	}
-	if err := dur("quota", sc.Limits.Quota, &l.Quota); err != nil {
-		return l, "quota", err
+	if err := dur(cgroup.FieldQuota, sc.Limits.Quota, &l.Quota); err != nil {
+		return l, written, err
 	}
-	if err := dur("burst", sc.Limits.Burst, &l.Burst); err != nil {
-		return l, "burst", err
+	if err := dur(cgroup.FieldBurst, sc.Limits.Burst, &l.Burst); err != nil {
+		return l, written, err
 	}
-	if sc.Limits.CPUs != "" {
+	if sc.Limits.Quota != "" && l.Quota == 0 {
+		return l, written, &fieldError{cgroup.FieldQuota, errors.New("0 is no quota: leave quota: out for no limit")}
+	}
+	x, err := field(cgroup.FieldCPUs, sc.Limits.CPUs)
+	if err != nil {
+		return l, written, err
+	}
+	if x != "" {
 		if sc.Limits.Quota != "" {
-			return l, "cpus", errors.New("give cpus or quota, not both")
-		}
-		x, err := s.expand(sc.Limits.CPUs, env)
-		if err != nil {
-			return l, "cpus", err
+			return l, written, &fieldError{cgroup.FieldCPUs, errors.New("give cpus or quota, not both")}
 		}
 		c, err := strconv.ParseFloat(x, 64)
-		if err != nil || c <= 0 || math.IsInf(c, 0) {
-			return l, "cpus", fmt.Errorf("%q is not a positive number of CPUs", x)
-		}
-		l.Quota = time.Duration(math.Round(c*float64(l.EffectivePeriod())/1e3)) * time.Microsecond
-		if l.Quota == 0 {
-			l.Quota = time.Microsecond
-		}
-	}
-	if sc.Limits.Cpuset != "" {
-		x, err := s.expand(sc.Limits.Cpuset, env)
 		if err != nil {
-			return l, "cpuset", err
+			return l, written, &fieldError{cgroup.FieldCPUs, fmt.Errorf("%q is not a number of CPUs like 0.5", x)}
 		}
-		l.Cpuset = x
-	}
-	if err := l.Validate(); err != nil {
-		field := "quota"
-		switch msg := err.Error(); {
-		case strings.HasPrefix(msg, "period"):
-			field = "period"
-		case strings.HasPrefix(msg, "burst"):
-			field = "burst"
-		case strings.HasPrefix(msg, "cpuset"):
-			field = "cpuset"
-		case sc.Limits.CPUs != "":
-			field = "cpus"
+		cl, err := cgroup.CPULimits(c, l.Period)
+		if err != nil {
+			return l, written, err
 		}
-		return l, field, err
+		l.Quota = cl.Quota
 	}
-	return l, "", nil
+	if l.Cpuset, err = field(cgroup.FieldCpuset, sc.Limits.Cpuset); err != nil {
+		return l, written, err
+	}
+	return l, written, l.Validate()
+}
+
+// fieldError is a limits field that cannot be read.
+type fieldError struct {
+	field cgroup.Field
+	err   error
+}
+
+func (e *fieldError) Error() string { return e.err.Error() }
+
+// limitErr places an error of the scenario's limits at its field, in the
+// file's words: the value as written, what is wrong, and what would do.
+func (s *Suite) limitErr(at string, sc *Scenario, written map[cgroup.Field]string, err error) error {
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return s.errAt(at+".limits."+string(fe.field), "%v", fe.err)
+	}
+	var le *cgroup.LimitError
+	if !errors.As(err, &le) {
+		return s.errAt(at+".limits", "%v", err)
+	}
+	if sc.Limits.CPUs != "" {
+		le = le.OfCPUs(written[cgroup.FieldCPUs])
+	}
+	f, value := le.Field, written[le.Field]
+	if value == "" { // a default, not in the file
+		value = le.Value
+	}
+	msg := value + " " + le.Reason
+	switch want := le.Want(); {
+	case want != "":
+		msg += ": use " + want
+	case errors.Is(le, cgroup.ErrNoBurst):
+		msg += ": remove burst: or use Linux 5.14 or newer"
+	case f == cgroup.FieldBurst:
+		msg += ": add quota: or cpus:, or remove burst:"
+	case f == cgroup.FieldCPUs:
+		msg += ": give a positive number such as 0.5"
+	}
+	return s.errAt(at+".limits."+string(f), "%s", msg)
 }
 
 // estimate guesses a run's length from the workload's flags.

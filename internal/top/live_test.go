@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
-	"github.com/cfsprobe/cfsprobe/internal/monitor"
 )
 
 // fakeScreen records frames and hands keys to the view.
@@ -240,4 +239,4 @@ func TestOnce(t *testing.T) {
 	}
 }
 
-var monitor1CPU = monitor.Limits{Quota: 100 * time.Millisecond, Period: 100 * time.Millisecond}
+var monitor1CPU = cgroup.Limits{Quota: 100 * time.Millisecond, Period: 100 * time.Millisecond}

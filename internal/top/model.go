@@ -50,7 +50,7 @@ import (
 type Reading struct {
 	Path   string           // relative to the hierarchy's root; the group's key
 	ID     monitor.Identity // what the path says the group is
-	Limits monitor.Limits
+	Limits cgroup.Limits
 	Stat   cgroup.Stat
 	At     time.Time // when Stat was read (with a monotonic clock reading)
 }
@@ -187,19 +187,8 @@ func baseRow(r Reading) Row {
 	return Row{
 		Cgroup: r.Path, Kind: r.ID.Kind, Name: r.ID.Name, PodUID: r.ID.PodUID, QoS: r.ID.QoS,
 		ContainerID: r.ID.ContainerID, Runtime: r.ID.Runtime, Unit: r.ID.Unit,
-		Limits: traceLimits(r.Limits),
+		Limits: trace.LimitsOf(r.Limits),
 	}
-}
-
-// traceLimits converts limits to the trace's form.
-func traceLimits(l monitor.Limits) trace.Limits {
-	t := trace.Limits{PeriodUs: l.Period.Microseconds(), BurstUs: l.Burst.Microseconds()}
-	if !l.Unlimited() {
-		q := l.Quota.Microseconds()
-		c := l.CPUs()
-		t.QuotaUs, t.CPUs = &q, &c
-	}
-	return t
 }
 
 // Len is the number of groups in the model.

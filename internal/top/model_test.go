@@ -15,11 +15,11 @@ const ms = int64(time.Millisecond)
 var t0 = time.Date(2026, 11, 21, 14, 3, 22, 0, time.UTC)
 
 // limited is a 0.2-CPU limit (20 ms per 100 ms).
-var limited = monitor.Limits{Quota: 20 * time.Millisecond, Period: 100 * time.Millisecond}
+var limited = cgroup.Limits{Quota: 20 * time.Millisecond, Period: 100 * time.Millisecond}
 
-var unlimited = monitor.Limits{Quota: -1, Period: 100 * time.Millisecond}
+var unlimited = cgroup.Limits{Period: 100 * time.Millisecond}
 
-func reading(path string, l monitor.Limits, at time.Duration, s cgroup.Stat) Reading {
+func reading(path string, l cgroup.Limits, at time.Duration, s cgroup.Stat) Reading {
 	return Reading{Path: path, ID: monitor.Identify(path), Limits: l, Stat: s, At: t0.Add(at)}
 }
 
@@ -280,16 +280,5 @@ func TestParseSortKey(t *testing.T) {
 		if k, ok := ParseSortKey(s); ok {
 			t.Errorf("ParseSortKey(%q) = %q", s, k)
 		}
-	}
-}
-
-func TestTraceLimits(t *testing.T) {
-	l := traceLimits(monitor.Limits{Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Burst: 50 * time.Millisecond})
-	if *l.QuotaUs != 150000 || l.PeriodUs != 100000 || l.BurstUs != 50000 || !near(*l.CPUs, 1.5) {
-		t.Errorf("limits %+v", l)
-	}
-	l = traceLimits(unlimited)
-	if l.QuotaUs != nil || l.CPUs != nil || l.PeriodUs != 100000 {
-		t.Errorf("unlimited: %+v", l)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
-	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -62,7 +61,7 @@ func fleet(n int) *Model {
 	m := NewModel()
 	type g struct {
 		path string
-		l    monitor.Limits
+		l    cgroup.Limits
 		s0   cgroup.Stat
 		s1   cgroup.Stat
 		new  bool
@@ -71,7 +70,7 @@ func fleet(n int) *Model {
 	for i := range gs {
 		period := 100 * time.Millisecond
 		quota := time.Duration(1+rnd(400)) * 5 * time.Millisecond // 0.05 to 20 CPUs
-		l := monitor.Limits{Quota: quota, Period: period}
+		l := cgroup.Limits{Quota: quota, Period: period}
 		if i%17 == 0 {
 			l.Burst = quota / 2
 		}

@@ -88,7 +88,7 @@ func TestTreeSourceFixtures(t *testing.T) {
 				if r.Stat != tc.nginxStat {
 					t.Errorf("%s: stat %+v, want %+v", r.Path, r.Stat, tc.nginxStat)
 				}
-				want := monitor.Limits{Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Burst: 10 * time.Millisecond}
+				want := cgroup.Limits{Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Burst: 10 * time.Millisecond}
 				if r.Limits != want {
 					t.Errorf("%s: limits %+v, want %+v", r.Path, r.Limits, want)
 				}

@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 )
 
 // Schema is the value of the schema field of this version of the format.
@@ -121,7 +123,9 @@ type Host struct {
 	BurstSupported bool  `json:"burst_supported"`
 }
 
-// Limits are the bandwidth settings of the run's group.
+// Limits are the bandwidth settings of the run's group, as the file
+// writes them: cgroup.Limits in microseconds, no quota as null. LimitsOf
+// makes them and Cgroup turns them back; nothing else builds them.
 type Limits struct {
 	PeriodUs int64 `json:"period_us"`
 	// QuotaUs is null when unlimited.
@@ -132,19 +136,28 @@ type Limits struct {
 	CPUs *float64 `json:"cpus"`
 }
 
-// Unlimited reports whether the run had no quota.
-func (l Limits) Unlimited() bool { return l.QuotaUs == nil }
-
-// Period is the enforcement period as a duration.
-func (l Limits) Period() time.Duration { return time.Duration(l.PeriodUs) * time.Microsecond }
-
-// Quota is the quota as a duration (0 when unlimited).
-func (l Limits) Quota() time.Duration {
-	if l.QuotaUs == nil {
-		return 0
+// LimitsOf writes limits in the trace's form.
+func LimitsOf(l cgroup.Limits) Limits {
+	t := Limits{PeriodUs: l.Period.Microseconds(), BurstUs: l.Burst.Microseconds(), Cpuset: l.Cpuset}
+	if !l.Unlimited() {
+		q, c := l.Quota.Microseconds(), l.CPUs()
+		t.QuotaUs, t.CPUs = &q, &c
 	}
-	return time.Duration(*l.QuotaUs) * time.Microsecond
+	return t
 }
+
+// Cgroup reads the limits back: a null (or, in a file written by hand,
+// a non-positive) quota is no quota.
+func (l Limits) Cgroup() cgroup.Limits {
+	c := cgroup.Limits{Period: time.Duration(l.PeriodUs) * time.Microsecond, Burst: time.Duration(l.BurstUs) * time.Microsecond, Cpuset: l.Cpuset}
+	if l.QuotaUs != nil && *l.QuotaUs > 0 {
+		c.Quota = time.Duration(*l.QuotaUs) * time.Microsecond
+	}
+	return c
+}
+
+// Unlimited reports whether the run had no quota.
+func (l Limits) Unlimited() bool { return l.Cgroup().Unlimited() }
 
 // Cgroup says where the run was measured.
 type Cgroup struct {

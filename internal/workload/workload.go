@@ -80,17 +80,27 @@ func Parse(name string, args []string) (Workload, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, &HelpError{Usage(name)}
 		}
-		return nil, fmt.Errorf("workload %s: %w (see: cfsprobe run %s --help)", name, err, name)
+		return nil, &ArgError{name, fmt.Errorf("%w (see: cfsprobe run %s --help)", err, name)}
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("workload %s: unexpected argument %q (see: cfsprobe run %s --help)", name, fs.Arg(0), name)
+		return nil, &ArgError{name, fmt.Errorf("unexpected argument %q (see: cfsprobe run %s --help)", fs.Arg(0), name)}
 	}
 	w, err := build()
 	if err != nil {
-		return nil, fmt.Errorf("workload %s: %w", name, err)
+		return nil, &ArgError{name, err}
 	}
 	return w, nil
 }
+
+// ArgError is a workload's arguments that do not parse or do not make a
+// valid workload.
+type ArgError struct {
+	Workload string
+	Err      error
+}
+
+func (e *ArgError) Error() string { return fmt.Sprintf("workload %s: %v", e.Workload, e.Err) }
+func (e *ArgError) Unwrap() error { return e.Err }
 
 // HelpError carries a workload's usage text when --help was asked for.
 type HelpError struct{ Text string }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/monitor"
+)
+
+// noEmptyFlags refuses a string flag given as "": an empty value would
+// silently stand for the flag's default (another parent group, another
+// root, no report), which the user did not ask for.
+func noEmptyFlags(c *cobra.Command, _ []string) error {
+	var err error
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if err == nil && f.Value.Type() == "string" && f.Value.String() == "" {
+			err = usageErr("--%s is empty: give a value, or leave --%s out", f.Name, f.Name)
+		}
+	})
+	return err
+}
+
+// interrupted is how a command stopped by SIGINT or SIGTERM exits: with
+// 128 + the signal's number (130, 143), after saying what was undone
+// ("" says nothing).
+func interrupted(sig os.Signal, undone string) error {
+	if undone != "" {
+		fmt.Fprintf(os.Stderr, "cfsprobe: interrupted by %v: %s\n", sig, undone)
+	}
+	code := 128 + int(syscall.SIGINT)
+	if s, ok := sig.(syscall.Signal); ok {
+		code = 128 + int(s)
+	}
+	return &exitError{code, nil}
+}
+
+// openCgroupRoot opens the --cgroup-root of top and exporter.
+func openCgroupRoot(dir string) (*monitor.Root, error) {
+	root, err := monitor.OpenRoot(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, usageErr("--cgroup-root %s does not exist: pass the directory the cgroup filesystems are mounted in, normally /sys/fs/cgroup (in a container, where the host's is mounted)", dir)
+	case err != nil:
+		return nil, usageErr("--cgroup-root %s: %v", dir, err)
+	}
+	return root, nil
+}
+
+// checkParent checks the --parent of run, suite, check and cleanup.
+func checkParent(parent string) error {
+	if err := cgroup.CheckParent(parent); err != nil {
+		return usageErr("--parent %v: give a group path below the hierarchy's root, such as %s or tests/cfsprobe", err, cgroup.DefaultParent)
+	}
+	return nil
+}
+
+// limitErr says a *cgroup.LimitError in the words of run's flags: the
+// flag and its value, what is wrong, and what would do. cpus is the
+// --cpus given, if it made the quota (nil otherwise). Other errors are
+// returned as they are.
+func limitErr(err error, cpus *float64) error {
+	var le *cgroup.LimitError
+	if !errors.As(err, &le) {
+		return err
+	}
+	if cpus != nil {
+		le = le.OfCPUs(fmt.Sprint(*cpus))
+	}
+	flag := "--" + string(le.Field)
+	msg := fmt.Sprintf("%s %s %s", flag, le.Value, le.Reason)
+	switch want := le.Want(); {
+	case want != "":
+		msg += ": use " + flag + " " + want
+	case errors.Is(le, cgroup.ErrNoBurst):
+		msg += ": drop --burst or use Linux 5.14 or newer"
+	case le.Field == cgroup.FieldBurst:
+		msg += ": add --quota or --cpus, or drop --burst"
+	case le.Field == cgroup.FieldCPUs:
+		msg += ": give a positive number, e.g. 0.5"
+	}
+	return &exitError{2, errors.New(msg)}
+}
+
+// sampleIntervalErr says a *lab.SampleIntervalError (the hidden
+// --sample-interval of run and record) in the flag's words; other errors
+// are returned as they are.
+func sampleIntervalErr(err error) error {
+	var se *lab.SampleIntervalError
+	if errors.As(err, &se) {
+		return usageErr("--sample-interval %v is outside %v to the %v period: give one in that range, or leave it out", se.Interval, lab.MinSampleInterval, se.Period)
+	}
+	return err
+}
