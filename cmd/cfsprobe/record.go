@@ -133,17 +133,21 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 		}
 		return err
 	}
-	ctx, _, stop := signalContext()
-	defer stop()
-	if f.duration == 0 {
-		fmt.Fprintf(os.Stderr, "cfsprobe: recording %s (%s) until Ctrl-C\n", g.Path, g.ID.Name)
-	}
-	tr, err := lab.Record(ctx, lab.RecordConfig{
+	rec, err := lab.PrepareRecord(lab.RecordConfig{
 		Group: g, Duration: f.duration, SampleInterval: f.sampleInterval, Args: given,
 		Host: root.HostFacts(f.procRoot, "/sys"),
 	})
 	if err != nil {
 		return sampleIntervalErr(err)
+	}
+	ctx, _, stop := signalContext()
+	defer stop()
+	if f.duration == 0 {
+		fmt.Fprintf(os.Stderr, "cfsprobe: recording %s (%s) until Ctrl-C\n", g.Path, g.ID.Name)
+	}
+	tr, err := rec.Run(ctx)
+	if err != nil {
+		return err
 	}
 	if f.out != "" {
 		if err := tr.WriteFile(f.out); err != nil {

@@ -8,7 +8,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -163,11 +165,10 @@ func golden(t *testing.T, file string, got []byte) {
 // mkTrace builds a small trace in memory: a run under 20 ms / 100 ms
 // with the given timeline and operations.
 func mkTrace(workload string, params map[string]any, periods []trace.Period, ops []trace.Sample) *trace.Trace {
-	q, c := int64(20000), 0.2
 	t := &trace.Trace{
 		Schema: trace.Schema, Spec: trace.Spec{Workload: workload, Params: params},
 		Host:    trace.Host{Kernel: "6.1.0-18-amd64", CPUs: 2},
-		Limits:  trace.Limits{PeriodUs: 100000, QuotaUs: &q, CPUs: &c},
+		Limits:  trace.LimitsOf(cgroup.Limits{Period: 100 * time.Millisecond, Quota: 20 * time.Millisecond}),
 		Periods: periods,
 	}
 	if ops != nil {
@@ -264,7 +265,7 @@ func TestAnalyzeCases(t *testing.T) {
 		{name: "unlimited run is not judged", verdict: Inconclusive, reason: "no run could be judged",
 			traces: []*trace.Trace{func() *trace.Trace {
 				tr := mkTrace("periodic", burnParams, periods(0, 41, 5*msNs), burns(0, 40))
-				tr.Limits.QuotaUs, tr.Limits.CPUs = nil, nil
+				tr.Limits = trace.LimitsOf(cgroup.Limits{Period: 100 * time.Millisecond})
 				return tr
 			}()},
 			check: func(t *testing.T, r Result) {

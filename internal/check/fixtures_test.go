@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
@@ -375,8 +376,7 @@ func finish(tr *trace.Trace, c *counters, ops []trace.Sample, end int64) *trace.
 }
 
 func quotaLimits(quotaUs, periodUs int64) trace.Limits {
-	cpus := float64(quotaUs) / float64(periodUs)
-	return trace.Limits{PeriodUs: periodUs, QuotaUs: &quotaUs, CPUs: &cpus}
+	return trace.LimitsOf(cgroup.Limits{Period: time.Duration(periodUs) * time.Microsecond, Quota: time.Duration(quotaUs) * time.Microsecond})
 }
 
 func seedTrace(log []seedLine, sleepMs int64) *trace.Trace {

@@ -3,16 +3,16 @@ package lab
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // Finish computes the summary as the kernel counters' deltas and checks
 // the timeline and the usage against getrusage.
 func TestFinish(t *testing.T) {
-	q := int64(20000)
-	c := 0.2
-	tr := &trace.Trace{Limits: trace.Limits{PeriodUs: 100000, QuotaUs: &q, CPUs: &c}, Spec: trace.Spec{Workload: "bursty"},
+	tr := &trace.Trace{Limits: trace.LimitsOf(cgroup.Limits{Period: 100 * time.Millisecond, Quota: 20 * time.Millisecond}), Spec: trace.Spec{Workload: "bursty"},
 		Process: trace.Process{RusageNs: 60e6}}
 	const ms = int64(1e6)
 	var s []trace.CounterSample

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
@@ -29,21 +30,36 @@ type RecordConfig struct {
 	Host trace.Host
 }
 
-// Record follows a live group, run by someone else, for cfg.Duration or
-// until ctx is done, and returns its trace: the same timeline, summary
-// and checks as a lab run's, with spec.workload "recorded" and no
-// per-operation latency. Cancelling ctx ends the recording early; that
-// is not an error.
-func Record(ctx context.Context, cfg RecordConfig) (*trace.Trace, error) {
-	g := cfg.Group
-	lim, err := g.Limits()
+// Recording is a checked recording of a live group: its limits are read
+// and the configuration is valid; nothing is followed yet.
+type Recording struct {
+	cfg      RecordConfig
+	lim      cgroup.Limits
+	interval time.Duration
+}
+
+// PrepareRecord reads the group's limits and checks the configuration
+// (a SampleInterval out of range is a *SampleIntervalError).
+func PrepareRecord(cfg RecordConfig) (*Recording, error) {
+	lim, err := cfg.Group.Limits()
 	if err != nil {
-		return nil, fmt.Errorf("read the limits of %s: %w", g.Path, err)
+		return nil, fmt.Errorf("read the limits of %s: %w", cfg.Group.Path, err)
 	}
 	interval, err := sampleInterval(cfg.SampleInterval, lim.Period)
 	if err != nil {
 		return nil, err
 	}
+	return &Recording{cfg: cfg, lim: lim, interval: interval}, nil
+}
+
+// Run follows the live group, run by someone else, for the configured
+// Duration or until ctx is done, and returns its trace: the same
+// timeline, summary and checks as a lab run's, with spec.workload
+// "recorded" and no per-operation latency. Cancelling ctx ends the
+// recording early; that is not an error.
+func (r *Recording) Run(ctx context.Context) (*trace.Trace, error) {
+	cfg, lim, interval := r.cfg, r.lim, r.interval
+	g := cfg.Group
 	s0, err := g.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("read the counters of %s: %w", g.Path, err)
