@@ -58,17 +58,9 @@ func Summary(w io.Writer, t *trace.Trace) {
 	}
 }
 
-// cpus is the limit in CPUs: the trace's figure, or quota / period when a
-// hand-made trace lacks it (0 when unlimited or without a period).
-func cpus(l trace.Limits) float64 {
-	switch {
-	case l.CPUs != nil:
-		return *l.CPUs
-	case l.QuotaUs != nil && l.PeriodUs > 0:
-		return float64(*l.QuotaUs) / float64(l.PeriodUs)
-	}
-	return 0
-}
+// cpus is the limit in CPUs: quota / period (0 when unlimited or, in a
+// hand-made trace, without a period).
+func cpus(l trace.Limits) float64 { return l.Cgroup().CPUs() }
 
 // LimitsLine describes limits in one line.
 func LimitsLine(l trace.Limits) string {
