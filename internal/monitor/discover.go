@@ -57,7 +57,7 @@ func (u UsageUnknown) Explain() string {
 		return ""
 	case UsageNoCpuacctGroup:
 		return "the group exists in the cgroup v1 cpu hierarchy only, not in cpuacct (mounted apart), which is where v1 keeps CPU usage; " +
-			"make it in both (cgcreate -g cpu,cpuacct:<path>) to see its usage"
+			"make it under the same path in both (cgcreate -g cpu,cpuacct:PATH) to see its usage"
 	}
 	return string(u)
 }
