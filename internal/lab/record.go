@@ -36,6 +36,11 @@ type RecordConfig struct {
 // is not an error.
 func Record(ctx context.Context, cfg RecordConfig) (*trace.Trace, error) {
 	g := cfg.Group
+	if u := g.UsageUnknown(); u != "" {
+		// A timeline without usage would show every throttled period
+		// as throttled under quota.
+		return nil, fmt.Errorf("cannot record %s: its CPU usage cannot be read (%s): %s", g.Path, u, u.Explain())
+	}
 	lim, err := g.Limits()
 	if err != nil {
 		return nil, fmt.Errorf("read the limits of %s: %w", g.Path, err)

@@ -32,14 +32,16 @@ type wantGroup struct {
 // discoverCases are the fixture trees under testdata/<name>/, each the
 // cgroup root (/sys/fs/cgroup) of a kind of node, and the groups with a
 // quota in them. cpuDir and acctDir are relative to the fixture.
-var discoverCases = []struct {
+type discoverCase struct {
 	name    string
 	mode    cgroup.Mode
 	version int
 	cpuDir  string
 	acctDir string
 	groups  []wantGroup
-}{
+}
+
+var discoverCases = []discoverCase{
 	{
 		// A Kubernetes node (systemd driver, containerd) on cgroup v2: a burstable
 		// pod with a limit on every container (so on the pod), one with a limit
@@ -599,6 +601,23 @@ func TestDiscoverAllUnlimited(t *testing.T) {
 			}
 			checkGroup(t, r, d.Groups[i], tc.want)
 		})
+	}
+}
+
+// GroupAt pairs a group with its cpuacct directory as Discover does: none
+// for a group made in the cpu hierarchy alone.
+func TestGroupAtCPUOnly(t *testing.T) {
+	r, err := OpenRoot(filepath.Join("testdata", "cpu-only-v1-apart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range discoverCases[slices.IndexFunc(discoverCases, func(c discoverCase) bool { return c.name == "cpu-only-v1-apart" })].groups {
+		g, err := r.GroupAt(w.path)
+		if err != nil {
+			t.Errorf("GroupAt(%s): %v", w.path, err)
+			continue
+		}
+		checkGroup(t, r, g, w)
 	}
 }
 
