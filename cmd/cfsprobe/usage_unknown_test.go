@@ -7,12 +7,8 @@ package main
 // unknown and why.
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,64 +142,17 @@ func TestCPUOnlyGroupRealCgroups(t *testing.T) {
 	})
 
 	t.Run("exporter", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		exp := exec.Command(bin, "exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms")
-		var expErr strings.Builder
-		exp.Stderr = &expErr
-		if err := exp.Start(); err != nil {
-			t.Fatal(err)
-		}
-		stopped := false
-		stop := func() string {
-			if !stopped {
-				stopped = true
-				_ = exp.Process.Kill()
-				_ = exp.Wait()
-			}
-			return expErr.String() // written no more once Wait returns
-		}
-		t.Cleanup(func() { stop() })
-
-		// ours are the series of the group: name{labels} -> value.
-		ours := func() (map[string]float64, bool) {
-			resp, err := http.Get("http://" + addr + "/metrics")
-			if err != nil {
-				return nil, false
-			}
-			defer resp.Body.Close()
-			out := map[string]float64{}
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
-				line := sc.Text()
-				if !strings.Contains(line, `cgroup="`+rel+`"`) || strings.HasPrefix(line, "#") {
-					continue
-				}
-				i := strings.LastIndexByte(line, ' ')
-				v, err := strconv.ParseFloat(line[i+1:], 64)
-				if err != nil {
-					t.Errorf("series %q: %v", line, err)
-					continue
-				}
-				out[line[:i]] = v
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			return out, sc.Err() == nil
-		}
+		addr, stop := realExporter(t)
+		ours := func() (map[string]float64, error) { return scrapeSeries(addr, `cgroup="`+rel+`"`) }
 		throttledSeries := `cfsprobe_cpu_throttled_periods_total{cgroup="` + rel + `"}`
-		if !waitFor(10*time.Second, func() bool { m, ok := ours(); return ok && m[throttledSeries] > 0 }) {
+		if !waitFor(10*time.Second, func() bool { m, err := ours(); return err == nil && m[throttledSeries] > 0 }) {
 			t.Fatalf("/metrics has no %s; exporter said:\n%s", throttledSeries, stop())
 		}
 		before := stat()
-		m, ok := ours()
+		m, err := ours()
 		after := stat()
-		if !ok {
-			t.Fatal("scrape failed")
+		if err != nil {
+			t.Fatalf("scrape: %v", err)
 		}
 		t.Logf("cpu.stat before the scrape: periods %d throttled %d (%v); after: %d %d (%v); /metrics: %v",
 			before.NrPeriods, before.NrThrottled, time.Duration(before.ThrottledNs), after.NrPeriods, after.NrThrottled, time.Duration(after.ThrottledNs), m)

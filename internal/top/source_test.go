@@ -34,6 +34,21 @@ func openFixture(t *testing.T, dir string) *monitor.Root {
 	return r
 }
 
+// copiedSource is a TreeSource of a copy of the fixture tree at fixture,
+// which the test may change (in dir), and the time it reads, which the
+// test moves (from t0).
+func copiedSource(t *testing.T, fixture string) (src *TreeSource, dir string, clock *time.Time) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(fixture)); err != nil {
+		t.Fatal(err)
+	}
+	src = NewTreeSource(openFixture(t, dir), false)
+	now := t0
+	src.now = func() time.Time { return now }
+	return src, dir, &now
+}
+
 // Each fixture tree (v1 with cpu and cpuacct apart, as on the test
 // machine, and v2) gives the groups with a quota, or all of them, with
 // their identity, limits and counters in ns.
@@ -113,14 +128,7 @@ func TestTreeSourceFixtures(t *testing.T) {
 // moved one with figures, the new one without, drops the removed one, and
 // the header counts the unreadable one.
 func TestTreeSourceChangingTree(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "v1-apart"))); err != nil {
-		t.Fatal(err)
-	}
-	root := openFixture(t, dir)
-	src := NewTreeSource(root, false)
-	clock := t0
-	src.now = func() time.Time { return clock }
+	src, dir, clock := copiedSource(t, filepath.Join("testdata", "v1-apart"))
 	m := NewModel()
 	s, err := src.Read()
 	if err != nil {
@@ -155,7 +163,7 @@ func TestTreeSourceChangingTree(t *testing.T) {
 	// nginx: unreadable counters.
 	write(filepath.Join(cpu, "system.slice/nginx.service/cpu.stat"), "nr_periods many\n")
 
-	clock = t0.Add(time.Second)
+	*clock = t0.Add(time.Second)
 	s, err = src.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -204,13 +212,7 @@ func TestTreeSourceRootGone(t *testing.T) {
 // their usage unknown and why: "n/a" in the table, null and the reason in
 // the JSON (golden files cpu-only-v1-apart.txt and .json).
 func TestTreeSourceUsageUnknown(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "monitor", "testdata", "cpu-only-v1-apart"))); err != nil {
-		t.Fatal(err)
-	}
-	src := NewTreeSource(openFixture(t, dir), false)
-	clock := t0
-	src.now = func() time.Time { return clock }
+	src, dir, clock := copiedSource(t, filepath.Join("..", "monitor", "testdata", "cpu-only-v1-apart"))
 	m := NewModel()
 	s, err := src.Read()
 	if err != nil {
@@ -236,7 +238,7 @@ func TestTreeSourceUsageUnknown(t *testing.T) {
 	write("cpu/batch/cpu.stat", "nr_periods 150017\nnr_throttled 150017\nthrottled_time 12800560000\nnr_bursts 0\nburst_time 0\n")
 	write("cpu/system.slice/nginx.service/cpu.stat", "nr_periods 140017\nnr_throttled 2336\nthrottled_time 113390000\nnr_bursts 0\nburst_time 0\n")
 	write("cpuacct/system.slice/nginx.service/cpuacct.usage", "7287654123\n")
-	clock = t0.Add(time.Second)
+	*clock = t0.Add(time.Second)
 	if s, err = src.Read(); err != nil {
 		t.Fatal(err)
 	}
