@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"flag"
 	"io"
 	"maps"
@@ -337,6 +338,10 @@ func TestUsageUnknown(t *testing.T) {
 		}
 		_, fams := scrape(t, e.Handler(), "")
 		e.scanner.Close()
+		// The sampler's files close when it stops running: at once.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		e.sampler.Run(ctx)
 		series := func(name string) map[string]*dto.Metric {
 			out := map[string]*dto.Metric{}
 			for _, m := range fams[name].GetMetric() {
