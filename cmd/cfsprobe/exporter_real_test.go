@@ -6,7 +6,7 @@ package main
 
 import (
 	"bufio"
-	"io"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -42,59 +42,19 @@ func TestExporterRealThrottledGroup(t *testing.T) {
 	}) {
 		t.Fatal("the run's group did not appear")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	exp := exec.Command(bin, "exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms")
-	var expErr strings.Builder
-	exp.Stderr = &expErr
-	if err := exp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = exp.Process.Kill(); _ = exp.Wait() })
-
+	addr, stop := realExporter(t)
 	rel := "/" + testParent + "/" + filepath.Base(groupDir)
 	series := `cfsprobe_cpu_throttled_periods_total{cgroup="` + rel + `"}`
-	scrape := func() (float64, bool) {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return 0, false
-		}
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-				f, err := strconv.ParseFloat(v, 64)
-				return f, err == nil
-			}
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return 0, false
-	}
 	time.Sleep(3 * time.Second)
 	var got float64
 	if !waitFor(5*time.Second, func() bool {
-		var ok bool
-		got, ok = scrape()
-		return ok && got > 0
+		m, err := scrapeSeries(addr, rel)
+		got = m[series]
+		return err == nil && got > 0
 	}) {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var mine []string
-			for _, line := range strings.Split(string(b), "\n") {
-				if strings.Contains(line, testParent) || strings.HasPrefix(line, "cfsprobe_groups") || strings.HasPrefix(line, "cfsprobe_host_info") {
-					mine = append(mine, line)
-				}
-			}
-			t.Logf("/metrics lines about %s:\n%s", testParent, strings.Join(mine, "\n"))
-		}
-		t.Fatalf("no throttled periods for %s in /metrics; exporter said:\n%s", rel, expErr.String())
+		m, err := scrapeSeries(addr, testParent)
+		t.Logf("/metrics series about %s: %v (%v)", testParent, m, err)
+		t.Fatalf("no throttled periods for %s in /metrics; exporter said:\n%s", rel, stop())
 	}
 	stat, err := cgroup.ReadStat(groupDir, groupDir, l.CPU.Version)
 	if l.CPU.Version == 1 {
@@ -107,4 +67,66 @@ func TestExporterRealThrottledGroup(t *testing.T) {
 	if int64(got) > stat.NrThrottled || int64(got) < stat.NrThrottled-3 {
 		t.Errorf("exporter says %.0f throttled periods, cpu.stat read just after says %d", got, stat.NrThrottled)
 	}
+}
+
+// realExporter runs cfsprobe exporter on the host's cgroup tree, walking
+// it every 500 ms, until the test ends or stop is called. stop returns
+// what the exporter wrote to stderr.
+func realExporter(t *testing.T) (addr string, stop func() string) {
+	t.Helper()
+	addr = freeAddr(t)
+	exp := exec.Command(bin, "exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms")
+	var stderr strings.Builder
+	exp.Stderr = &stderr
+	if err := exp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() string {
+		if !stopped {
+			stopped = true
+			_ = exp.Process.Kill()
+			_ = exp.Wait()
+		}
+		return stderr.String() // written no more once Wait returns
+	}
+	t.Cleanup(func() { stop() })
+	return addr, stop
+}
+
+// freeAddr is a local TCP address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// scrapeSeries gets the /metrics of the exporter at addr and returns its
+// series (name{labels}) whose lines hold sub, with their values.
+func scrapeSeries(addr, sub string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || !strings.Contains(line, sub) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if i < 0 || err != nil {
+			return nil, fmt.Errorf("series %q: not name{labels} value", line)
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
 }

@@ -67,12 +67,7 @@ func TestExporterServes(t *testing.T) {
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
+			addr := freeAddr(t)
 			cmd := exec.Command(bin, "exporter", "--listen", addr, "--cgroup-root", fixture, "--scan-interval", "200ms")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr

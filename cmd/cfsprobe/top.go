@@ -35,7 +35,9 @@ func newTopCmd() *cobra.Command {
 interval; a group that just appeared shows "-" until it has been read twice.
 
   LIMIT        quota / period, in CPUs ("none": no quota)
-  USAGE        CPU time used / wall time, in CPUs
+  USAGE        CPU time used / wall time, in CPUs; "n/a" for a group made in a
+               cgroup v1 cpu hierarchy alone while cpuacct, which keeps usage on
+               v1, is mounted apart (its throttling is shown; --json says why)
   THROTTLED    share of the interval's enforcement periods in which the group
                was throttled (nr_throttled / nr_periods)
   THR s/s      throttled time per second; the kernel's throttled time is summed
@@ -56,7 +58,9 @@ up/down, PgUp/PgDn, Home/End (or k j b space g G) scroll; q quits.
 
 --once prints the table once, after two readings --interval apart; with --json
 it prints the rows as a JSON array (limits, the interval's counter increases,
-the figures above, and what the path says the group is) for scripts.`,
+the figures above, and what the path says the group is) for scripts; a group
+whose usage cannot be read has usage_cpus and usage_ns null and usage_unknown
+(reason and detail).`,
 		Example: `  cfsprobe top
   cfsprobe top --sort usage --all
   cfsprobe top --cgroup-root /host/sys/fs/cgroup

@@ -11,7 +11,8 @@ import (
 
 // ReadStat reads the CPU counters of any group (not only cfsprobe's):
 // cpuDir holds cpu.stat; on v1 acctDir holds cpuacct.usage (it is cpuDir
-// when cpu and cpuacct are co-mounted). Durations come back in ns.
+// when cpu and cpuacct are co-mounted, "" when the group has no cpuacct
+// directory: UsageNs is then left 0). Durations come back in ns.
 func ReadStat(cpuDir, acctDir string, version int) (Stat, error) {
 	p := filepath.Join(cpuDir, "cpu.stat")
 	f, err := os.Open(p)
@@ -23,7 +24,7 @@ func ReadStat(cpuDir, acctDir string, version int) (Stat, error) {
 	if err != nil {
 		return Stat{}, fmt.Errorf("parse %s: %w", p, err)
 	}
-	if version == 1 {
+	if version == 1 && acctDir != "" {
 		p := filepath.Join(acctDir, "cpuacct.usage")
 		f, err := os.Open(p)
 		if err != nil {

@@ -30,6 +30,7 @@ const (
 	helpPeriod           = "Length of the cgroup's CFS bandwidth enforcement period (cpu.max; cpu.cfs_period_us)."
 	helpBurstLimit       = "CPU time the cgroup may take beyond its quota from time left unused in earlier periods, 0 when not set (cpu.max.burst; cpu.cfs_burst_us). Absent on kernels without CPU burst."
 	helpUsage            = "CPU time used by the cgroup's tasks (cpu.stat usage_usec; cpuacct.usage)."
+	helpUsageUnknown     = "The cgroup's CPU usage cannot be read, for the reason given; always 1. Its usage and per-period series are absent, its throttling series present."
 	helpPeriods          = "Enforcement periods that elapsed while the cgroup had runnable tasks (cpu.stat nr_periods)."
 	helpThrottledPeriods = "Enforcement periods in which the cgroup was throttled, however briefly (cpu.stat nr_throttled)."
 	helpThrottledSeconds = "Time the cgroup's per-CPU run queues spent throttled, summed over CPUs: two CPUs stalled for 50ms add 0.1s (cpu.stat throttled_usec; throttled_time)."
@@ -94,7 +95,8 @@ type Collector struct {
 	scrape   uint64                  // Collects so far
 
 	cgroupInfo, quota, period, burstLimit                     *prometheus.Desc
-	usage, periodsTotal, throttledPeriods, throttledSeconds   *prometheus.Desc
+	usage, usageUnknown                                       *prometheus.Desc
+	periodsTotal, throttledPeriods, throttledSeconds          *prometheus.Desc
 	bursts, burstSeconds, usageRatio, stall, underQuota       *prometheus.Desc
 	buildInfo, hostInfo, hostCPUs, slice, scrapeDuration      *prometheus.Desc
 	groupsScanned, readErrors, samplerGroups, samplerOverruns *prometheus.Desc
@@ -115,6 +117,7 @@ func NewCollector(counters countersSource, periods periodsSource, errs errorCoun
 		period:           g("cfsprobe_cpu_period_seconds", helpPeriod, cg...),
 		burstLimit:       g("cfsprobe_cpu_burst_limit_seconds", helpBurstLimit, cg...),
 		usage:            g("cfsprobe_cpu_usage_seconds_total", helpUsage, cg...),
+		usageUnknown:     g("cfsprobe_cpu_usage_unknown", helpUsageUnknown, "cgroup", "reason"),
 		periodsTotal:     g("cfsprobe_cpu_periods_total", helpPeriods, cg...),
 		throttledPeriods: g("cfsprobe_cpu_throttled_periods_total", helpThrottledPeriods, cg...),
 		throttledSeconds: g("cfsprobe_cpu_throttled_seconds_total", helpThrottledSeconds, cg...),
@@ -138,7 +141,7 @@ func NewCollector(counters countersSource, periods periodsSource, errs errorCoun
 
 func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
-		c.cgroupInfo, c.quota, c.period, c.burstLimit, c.usage, c.periodsTotal, c.throttledPeriods, c.throttledSeconds,
+		c.cgroupInfo, c.quota, c.period, c.burstLimit, c.usage, c.usageUnknown, c.periodsTotal, c.throttledPeriods, c.throttledSeconds,
 		c.bursts, c.burstSeconds, c.usageRatio, c.stall, c.underQuota,
 		c.buildInfo, c.hostInfo, c.hostCPUs, c.slice, c.scrapeDuration, c.groupsScanned, c.readErrors, c.samplerGroups, c.samplerOverruns,
 	}
@@ -153,7 +156,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads every group and sends its metrics. It never fails: a
 // group that cannot be read is left out and counted in
-// cfsprobe_read_errors_total.
+// cfsprobe_read_errors_total. A group whose usage cannot be read
+// (monitor.UsageUnknown) is not: it has cfsprobe_cpu_usage_unknown with
+// the reason instead of its usage counter, and no per-period series (the
+// sampler does not follow it).
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -181,7 +187,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				ch <- sl.gauge(c.burstLimit, l.cgroup, r.Limits.Burst.Seconds())
 			}
 		}
-		ch <- sl.counter(c.usage, l.cgroup, seconds(r.Stat.UsageNs))
+		if u := r.Group.UsageUnknown(); u != "" {
+			ch <- sl.gauge(c.usageUnknown, l.unknownLabels(u), 1)
+		} else {
+			ch <- sl.counter(c.usage, l.cgroup, seconds(r.Stat.UsageNs))
+		}
 		ch <- sl.counter(c.periodsTotal, l.cgroup, float64(r.Stat.NrPeriods))
 		ch <- sl.counter(c.throttledPeriods, l.cgroup, float64(r.Stat.NrThrottled))
 		ch <- sl.counter(c.throttledSeconds, l.cgroup, seconds(r.Stat.ThrottledNs))
@@ -231,9 +241,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // groupLabels are a group's label pairs, made once in its life.
 type groupLabels struct {
-	cgroup []*dto.LabelPair // cgroup
-	info   []*dto.LabelPair // cfsprobe_cgroup_info's, sorted by name
-	scrape uint64           // the last scrape that saw the group
+	cgroup  []*dto.LabelPair // cgroup
+	info    []*dto.LabelPair // cfsprobe_cgroup_info's, sorted by name
+	unknown []*dto.LabelPair // cfsprobe_cpu_usage_unknown's, once needed
+	scrape  uint64           // the last scrape that saw the group
+}
+
+// unknownLabels are the label pairs of cfsprobe_cpu_usage_unknown: cgroup
+// and reason.
+func (l *groupLabels) unknownLabels(u monitor.UsageUnknown) []*dto.LabelPair {
+	if len(l.unknown) != 2 || l.unknown[1].GetValue() != string(u) {
+		l.unknown = []*dto.LabelPair{l.cgroup[0], {Name: proto.String("reason"), Value: proto.String(string(u))}}
+	}
+	return l.unknown
 }
 
 // labelsOf returns the label pairs of a reading's group.
@@ -272,7 +292,7 @@ type slabs struct {
 
 func newSlabs(groups, hists int) *slabs {
 	return &slabs{
-		gauges:   make([]gaugeMetric, 0, 4*groups),
+		gauges:   make([]gaugeMetric, 0, 5*groups),
 		counters: make([]counterMetric, 0, 7*groups),
 		hists:    make([]histMetric, 0, 2*hists),
 	}

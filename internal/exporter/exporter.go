@@ -57,7 +57,10 @@ type Exporter struct {
 	lastGen   uint64
 	targets   []monitor.Target
 	walkFail  bool // the last walk failed (for logging changes only)
-	mu        sync.Mutex
+	// usageUnknown counts the groups without usage by reason, at the
+	// last walk (for logging changes only).
+	usageUnknown map[monitor.UsageUnknown]int
+	mu           sync.Mutex
 }
 
 // New returns an Exporter of opts.Root. Nothing is read before Rescan or
@@ -129,8 +132,27 @@ func (e *Exporter) Rescan() error {
 			e.sampler.Follow(e.targets)
 		}
 		e.log.Debug("walked the cgroup tree", "groups", e.scanner.Walked(), "limited", len(e.targets), "took", time.Since(start))
+		e.logUsageUnknown()
 	}
 	return nil
+}
+
+// logUsageUnknown says, for each reason, how many groups are reported
+// without their usage whenever that number changes (but to none):
+// cfsprobe_cpu_usage_unknown names them.
+func (e *Exporter) logUsageUnknown() {
+	n := map[monitor.UsageUnknown]int{}
+	for _, t := range e.targets {
+		if u := t.Group.UsageUnknown(); u != "" {
+			n[u]++
+		}
+	}
+	for u, k := range n {
+		if e.usageUnknown[u] != k {
+			e.log.Info("cgroups reported without their CPU usage (cfsprobe_cpu_usage_unknown names them)", "groups", k, "reason", string(u), "why", u.Explain())
+		}
+	}
+	e.usageUnknown = n
 }
 
 // Handler serves /metrics, /healthz and /readyz.

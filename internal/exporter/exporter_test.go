@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"flag"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -56,12 +58,13 @@ func (f *fakePeriods) Groups() int      { return len(f.groups) }
 func (f *fakePeriods) Overruns() uint64 { return 3 }
 
 // newFakePeriods makes histograms for every other limited group of the
-// scanner: i periods at 0.2, one at 0.95 throttled 80 ms, one at 1.2.
+// scanner whose usage can be read (the sampler follows no other): i
+// periods at 0.2, one at 0.95 throttled 80 ms, one at 1.2.
 func newFakePeriods(s *monitor.Scanner) *fakePeriods {
 	ts, _ := s.Targets(nil)
 	f := &fakePeriods{}
 	for i, tg := range ts {
-		if i%2 == 1 || tg.Limits.Unlimited() {
+		if i%2 == 1 || tg.Limits.Unlimited() || tg.Group.UsageUnknown() != "" {
 			continue
 		}
 		h := monitor.PeriodHistograms{
@@ -241,13 +244,19 @@ func readDoc(t *testing.T) (map[string]docMetric, map[string][]string) {
 }
 
 // The exporter exposes exactly the metrics of docs/metrics.md: every one
-// of them (on a tree whose kernel has burst, with sampler figures), each
-// with the documented type, labels, HELP text and buckets, and nothing
-// else under cfsprobe_.
+// of them (on a tree whose kernel has burst, with sampler figures, and on
+// one with groups whose usage is unknown), each with the documented type,
+// labels, HELP text and buckets, and nothing else under cfsprobe_.
 func TestMatchesMetricsDoc(t *testing.T) {
 	doc, docBuckets := readDoc(t)
 	e := fixtureRegistry(t, "k8s-systemd-v2-containerd", false)
 	_, fams := scrape(t, e.Handler(), "")
+	_, unknown := scrape(t, fixtureRegistry(t, "cpu-only-v1-apart", false).Handler(), "")
+	for name, f := range unknown {
+		if _, ok := fams[name]; !ok {
+			fams[name] = f
+		}
+	}
 	for name, d := range doc {
 		f, ok := fams[name]
 		if !ok {
@@ -310,6 +319,83 @@ func TestBurstlessAndAll(t *testing.T) {
 	}
 	if n := len(fams["cfsprobe_cpu_quota_cpus"].GetMetric()); n != limited {
 		t.Errorf("--all: %d quota series, want the %d limited groups'", n, limited)
+	}
+}
+
+// Groups made in a cgroup v1 cpu hierarchy alone (monitor's fixture
+// cpu-only-v1-apart) are reported with their settings and throttling,
+// without usage or per-period series (with the real sampler), and with
+// cfsprobe_cpu_usage_unknown saying why; --all adds the unlimited one.
+func TestUsageUnknown(t *testing.T) {
+	r, err := monitor.OpenRoot(filepath.Join(fixtures, "cpu-only-v1-apart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, all := range []bool{false, true} {
+		e := New(Options{Root: r, All: all, SamplerMaxGroups: 10, Host: testHost, Version: "v0-test", NoRuntimeMetrics: true})
+		if err := e.Rescan(); err != nil {
+			t.Fatal(err)
+		}
+		_, fams := scrape(t, e.Handler(), "")
+		e.scanner.Close()
+		// The sampler's files close when it stops running: at once.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		e.sampler.Run(ctx)
+		series := func(name string) map[string]*dto.Metric {
+			out := map[string]*dto.Metric{}
+			for _, m := range fams[name].GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "cgroup" {
+						out[l.GetValue()] = m
+					}
+				}
+			}
+			return out
+		}
+		unknown := []string{"/batch", "/batch/job-7", "/tenant/worker"}
+		if all {
+			unknown = []string{"/batch", "/batch/job-7", "/scratch", "/tenant/worker"}
+		}
+		const nginx = "/system.slice/nginx.service"
+		got := series("cfsprobe_cpu_usage_unknown")
+		if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, unknown) {
+			t.Errorf("all=%v: cfsprobe_cpu_usage_unknown for %v, want %v", all, keys, unknown)
+		}
+		for _, g := range unknown {
+			m := got[g]
+			if m == nil {
+				continue
+			}
+			if m.GetGauge().GetValue() != 1 || len(m.GetLabel()) != 2 || m.GetLabel()[1].GetName() != "reason" || m.GetLabel()[1].GetValue() != "no_cpuacct_group" {
+				t.Errorf("%s: %v", g, m)
+			}
+			for _, name := range []string{"cfsprobe_cpu_usage_seconds_total", "cfsprobe_period_usage_ratio", "cfsprobe_stall_seconds", "cfsprobe_throttled_under_quota_periods_total"} {
+				if _, ok := series(name)[g]; ok {
+					t.Errorf("%s: %s exposed for a group whose usage is unknown", g, name)
+				}
+			}
+			if _, ok := series("cfsprobe_cgroup_info")[g]; !ok {
+				t.Errorf("%s: no info series", g)
+			}
+		}
+		if m := series("cfsprobe_cpu_throttled_periods_total")["/batch"]; m.GetCounter().GetValue() != 150007 {
+			t.Errorf("/batch throttled periods %v, want its cpu.stat's 150007", m)
+		}
+		if m := series("cfsprobe_cpu_throttled_seconds_total")["/batch/job-7"]; m.GetCounter().GetValue() != 6.39992 {
+			t.Errorf("/batch/job-7 throttled seconds %v, want its cpu.stat's 6.39992", m)
+		}
+		if _, ok := got[nginx]; ok {
+			t.Errorf("cfsprobe_cpu_usage_unknown for %s, whose usage is read", nginx)
+		}
+		for _, name := range []string{"cfsprobe_cpu_usage_seconds_total", "cfsprobe_period_usage_ratio", "cfsprobe_stall_seconds"} {
+			if _, ok := series(name)[nginx]; !ok {
+				t.Errorf("%s: no %s", nginx, name)
+			}
+		}
+		if v := fams["cfsprobe_sampler_groups"].GetMetric()[0].GetGauge().GetValue(); v != 1 {
+			t.Errorf("the sampler follows %v groups, want 1 (nginx)", v)
+		}
 	}
 }
 

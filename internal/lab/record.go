@@ -41,6 +41,11 @@ type Recording struct {
 // PrepareRecord reads the group's limits and checks the configuration
 // (a SampleInterval out of range is a *SampleIntervalError).
 func PrepareRecord(cfg RecordConfig) (*Recording, error) {
+	if u := cfg.Group.UsageUnknown(); u != "" {
+		// A timeline without usage would show every throttled period
+		// as throttled under quota.
+		return nil, fmt.Errorf("cannot record %s: its CPU usage cannot be read (%s): %s", cfg.Group.Path, u, u.Explain())
+	}
 	lim, err := cfg.Group.Limits()
 	if err != nil {
 		return nil, fmt.Errorf("read the limits of %s: %w", cfg.Group.Path, err)

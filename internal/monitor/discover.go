@@ -26,11 +26,48 @@ type Options struct {
 // counters opens its files afresh each time, so a group that has gone
 // gives an error for which IsGone is true and nothing else.
 type Group struct {
-	Path    string   // relative to the hierarchy's root: "/" or "/kubepods.slice/..."
-	CPUDir  string   // its directory in the cpu hierarchy (cpu.stat, the quota)
-	AcctDir string   // its directory in the cpuacct hierarchy (v1 cpuacct.usage); CPUDir when co-mounted and on v2
+	Path   string // relative to the hierarchy's root: "/" or "/kubepods.slice/..."
+	CPUDir string // its directory in the cpu hierarchy (cpu.stat, the quota)
+	// AcctDir is its directory in the cpuacct hierarchy (v1
+	// cpuacct.usage); CPUDir when co-mounted and on v2; "" when the
+	// group has none, so that its usage is unknown (UsageUnknown).
+	AcctDir string
 	Version int      // cgroup version of the cpu hierarchy (1 or 2)
 	ID      Identity // what the path says the group is
+}
+
+// UsageUnknown says why a group's CPU usage cannot be read; it is "" when
+// it can. Such a group is shown all the same, its throttling read from
+// its cpu.stat: no throttled group is left out for want of its usage.
+type UsageUnknown string
+
+// UsageNoCpuacctGroup: the group exists in a cgroup v1 cpu hierarchy
+// mounted apart from cpuacct, and not in the cpuacct hierarchy (it was
+// made in the cpu hierarchy alone: mkdir there, cgcreate -g cpu:/x). On
+// v1 a group's usage is kept by cpuacct (cpuacct.usage): v1's cpu.stat
+// has the throttling counters only.
+const UsageNoCpuacctGroup UsageUnknown = "no_cpuacct_group"
+
+// Explain says in a sentence, for people, why the usage is unknown and
+// how to have it.
+func (u UsageUnknown) Explain() string {
+	switch u {
+	case "":
+		return ""
+	case UsageNoCpuacctGroup:
+		return "the group exists in the cgroup v1 cpu hierarchy only, not in cpuacct (mounted apart), which is where v1 keeps CPU usage; " +
+			"make it under the same path in both (cgcreate -g cpu,cpuacct:PATH) to see its usage"
+	}
+	return string(u)
+}
+
+// UsageUnknown says why the group's CPU usage cannot be read ("" when it
+// can): Stat then leaves UsageNs 0.
+func (g Group) UsageUnknown() UsageUnknown {
+	if g.AcctDir == "" {
+		return UsageNoCpuacctGroup
+	}
+	return ""
 }
 
 // Discovery is what a walk found.
@@ -51,7 +88,10 @@ type Discovery struct {
 // directory once (the kernel gives each entry's type: nothing is
 // stat'ed) and, for limit detection, reads only the quota file (v1
 // cpu.cfs_quota_us, v2 cpu.max); counters are read later through
-// Group.Stat. Groups that vanish mid-walk are skipped; unreadable ones are
+// Group.Stat. With cpuacct mounted apart (v1), each group returned is
+// paired with its directory in the cpuacct hierarchy, checked to exist
+// (one access per group): a group without one is returned with AcctDir
+// "" (UsageNoCpuacctGroup), never left out. Groups that vanish mid-walk are skipped; unreadable ones are
 // recorded in Discovery.Skipped. The error is non-nil only when the root
 // itself cannot be read.
 func (r *Root) Discover(opts Options) (Discovery, error) {
@@ -86,7 +126,7 @@ const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
 // visit considers the group at path, open as fd, whose cpu directory has
 // the given subdirectories; then its children.
 func (w *walker) visit(fd int, cpuDir, acctDir, path string, depth int, subdirs []string, hasMax bool) {
-	w.consider(fd, cpuDir, acctDir, path, hasMax)
+	acctDir = w.consider(fd, cpuDir, acctDir, path, hasMax)
 	if w.opts.MaxDepth > 0 && depth >= w.opts.MaxDepth {
 		return
 	}
@@ -111,7 +151,10 @@ func (w *walker) child(pfd int, cpuDir, acctDir, path, name string, depth int) {
 	}
 	adir := dir
 	if w.apart {
-		adir = join(acctDir, name)
+		adir = ""
+		if acctDir != "" { // else no descendant has one either
+			adir = join(acctDir, name)
+		}
 	}
 	w.visit(fd, dir, adir, join(path, name), depth, subdirs, hasMax)
 }
@@ -123,18 +166,22 @@ func (w *walker) skip(err error) {
 	}
 }
 
-// consider adds the group when it is wanted.
-func (w *walker) consider(fd int, cpuDir, acctDir, path string, hasMax bool) {
+// consider adds the group when it is wanted. It returns the group's
+// cpuacct directory: "" when it was found not to exist.
+func (w *walker) consider(fd int, cpuDir, acctDir, path string, hasMax bool) string {
 	w.d.Walked++
 	if !w.opts.All {
 		limited, err := w.limited(fd, cpuDir, hasMax)
 		if err != nil {
 			w.skip(err)
-			return
+			return acctDir
 		}
 		if !limited {
-			return
+			return acctDir
 		}
+	}
+	if w.apart && acctDir != "" && !acctExists(acctDir) {
+		acctDir = ""
 	}
 	w.d.Groups = append(w.d.Groups, Group{
 		Path:    path,
@@ -143,6 +190,20 @@ func (w *walker) consider(fd int, cpuDir, acctDir, path string, hasMax bool) {
 		Version: w.root.Version,
 		ID:      Identify(path),
 	})
+	return acctDir
+}
+
+// acctExists reports whether a group's directory in a cpuacct hierarchy
+// mounted apart exists. Only its absence counts: a directory that cannot
+// be checked for another reason is kept, and reading its cpuacct.usage
+// later says what is wrong.
+func acctExists(dir string) bool {
+	for {
+		err := unix.Faccessat(unix.AT_FDCWD, dir, unix.F_OK, 0)
+		if err != unix.EINTR {
+			return err != unix.ENOENT && err != unix.ENOTDIR
+		}
+	}
 }
 
 // limited reads the quota file of the group open as fd and reports
@@ -304,7 +365,7 @@ func join(dir, name string) string {
 }
 
 // Stat reads the group's CPU counters, in nanoseconds (v1 cpu.stat and
-// cpuacct.usage, v2 cpu.stat).
+// cpuacct.usage, v2 cpu.stat); UsageNs is 0 when UsageUnknown says why.
 func (g Group) Stat() (cgroup.Stat, error) {
 	return cgroup.ReadStat(g.CPUDir, g.AcctDir, g.Version)
 }

@@ -24,19 +24,24 @@ type wantGroup struct {
 	id   Identity
 	lim  cgroup.Limits
 	stat cgroup.Stat
+	// unknown is why its usage cannot be read: it has no cpuacct
+	// directory (AcctDir "") and stat.UsageNs is 0.
+	unknown UsageUnknown
 }
 
 // discoverCases are the fixture trees under testdata/<name>/, each the
 // cgroup root (/sys/fs/cgroup) of a kind of node, and the groups with a
 // quota in them. cpuDir and acctDir are relative to the fixture.
-var discoverCases = []struct {
+type discoverCase struct {
 	name    string
 	mode    cgroup.Mode
 	version int
 	cpuDir  string
 	acctDir string
 	groups  []wantGroup
-}{
+}
+
+var discoverCases = []discoverCase{
 	{
 		// A Kubernetes node (systemd driver, containerd) on cgroup v2: a burstable
 		// pod with a limit on every container (so on the pod), one with a limit
@@ -187,6 +192,45 @@ var discoverCases = []struct {
 				id:   Identity{Kind: KindKubernetes, Name: "pod e5a760cd/containerd 27beb74093b1", PodUID: podN, QoS: QoSGuaranteed, ContainerID: ctrN, Runtime: RuntimeContainerd, Unit: "cri-containerd-" + ctrN + ".scope"},
 				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
 				stat: cgroup.Stat{UsageNs: 79012320123, NrPeriods: 80007, NrThrottled: 26669, ThrottledNs: 32909546000, NrBursts: 2, BurstNs: 1000000},
+			},
+		},
+	},
+	{
+		// A host like this project's test machine (cgroup v1 cpu and cpuacct
+		// mounted apart, a cgroup2 tree at unified without controllers) on
+		// which groups were made in the cpu hierarchy alone (cgcreate -g
+		// cpu:/batch, mkdir): /batch and its child throttled in about every
+		// period, /tenant/worker under a /tenant that cpuacct has. Their
+		// usage is unknown; their throttling is read all the same. The
+		// nginx service, in both hierarchies, has its usage.
+		name: "cpu-only-v1-apart", mode: cgroup.ModeHybrid, version: 1, cpuDir: "cpu", acctDir: "cpuacct",
+		groups: []wantGroup{
+			{
+				path:    "/batch",
+				id:      Identity{Kind: KindCgroup, Name: "/batch"},
+				lim:     cgroup.Limits{Quota: 20 * ms, Period: 100 * ms},
+				stat:    cgroup.Stat{NrPeriods: 150007, NrThrottled: 150007, ThrottledNs: 12000560000},
+				unknown: UsageNoCpuacctGroup,
+			},
+			{
+				path:    "/batch/job-7",
+				id:      Identity{Kind: KindCgroup, Name: "/batch/job-7"},
+				lim:     cgroup.Limits{Quota: 10 * ms, Period: 50 * ms},
+				stat:    cgroup.Stat{NrPeriods: 160007, NrThrottled: 159998, ThrottledNs: 6399920000},
+				unknown: UsageNoCpuacctGroup,
+			},
+			{
+				path: "/system.slice/nginx.service",
+				id:   Identity{Kind: KindSystemd, Name: "nginx.service", Unit: "nginx.service"},
+				lim:  cgroup.Limits{Quota: 50 * ms, Period: 100 * ms},
+				stat: cgroup.Stat{UsageNs: 6987654123, NrPeriods: 140007, NrThrottled: 2335, ThrottledNs: 93390000},
+			},
+			{
+				path:    "/tenant/worker",
+				id:      Identity{Kind: KindCgroup, Name: "/tenant/worker"},
+				lim:     cgroup.Limits{Quota: 30 * ms, Period: 100 * ms, Burst: 5 * ms},
+				stat:    cgroup.Stat{NrPeriods: 170007, NrThrottled: 85002, ThrottledNs: 5100120000, NrBursts: 3, BurstNs: 15000000},
+				unknown: UsageNoCpuacctGroup,
 			},
 		},
 	},
@@ -368,8 +412,15 @@ func checkGroup(t *testing.T, r *Root, g Group, w wantGroup) {
 	if want := filepath.Join(r.CPUDir, w.path); g.CPUDir != want {
 		t.Errorf("%s: CPUDir = %s, want %s", w.path, g.CPUDir, want)
 	}
-	if want := filepath.Join(r.AcctDir, w.path); g.AcctDir != want {
-		t.Errorf("%s: AcctDir = %s, want %s", w.path, g.AcctDir, want)
+	wantAcct := filepath.Join(r.AcctDir, w.path)
+	if w.unknown != "" {
+		wantAcct = ""
+	}
+	if g.AcctDir != wantAcct {
+		t.Errorf("%s: AcctDir = %q, want %q", w.path, g.AcctDir, wantAcct)
+	}
+	if u := g.UsageUnknown(); u != w.unknown {
+		t.Errorf("%s: UsageUnknown = %q, want %q", w.path, u, w.unknown)
 	}
 	lim, err := g.Limits()
 	if err != nil {
@@ -509,6 +560,18 @@ func TestDiscoverAllUnlimited(t *testing.T) {
 			lim:  unlimited,
 			stat: cgroup.Stat{UsageNs: 64197510123},
 		}},
+		{"cpu-only-v1-apart", wantGroup{
+			path:    "/scratch",
+			id:      Identity{Kind: KindCgroup, Name: "/scratch"},
+			lim:     unlimited,
+			unknown: UsageNoCpuacctGroup,
+		}},
+		{"cpu-only-v1-apart", wantGroup{
+			path: "/tenant",
+			id:   Identity{Kind: KindCgroup, Name: "/tenant"},
+			lim:  unlimited,
+			stat: cgroup.Stat{UsageNs: 12345678123},
+		}},
 		{"k8s-cgroupfs-v1-docker", wantGroup{
 			path: "/kubepods/burstable/pod" + podH + "/" + pauseH,
 			id:   Identity{Kind: KindKubernetes, Name: "pod 0dea1949/container 750d4546acbd", PodUID: podH, QoS: QoSBurstable, ContainerID: pauseH},
@@ -538,6 +601,23 @@ func TestDiscoverAllUnlimited(t *testing.T) {
 			}
 			checkGroup(t, r, d.Groups[i], tc.want)
 		})
+	}
+}
+
+// GroupAt pairs a group with its cpuacct directory as Discover does: none
+// for a group made in the cpu hierarchy alone.
+func TestGroupAtCPUOnly(t *testing.T) {
+	r, err := OpenRoot(filepath.Join("testdata", "cpu-only-v1-apart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range discoverCases[slices.IndexFunc(discoverCases, func(c discoverCase) bool { return c.name == "cpu-only-v1-apart" })].groups {
+		g, err := r.GroupAt(w.path)
+		if err != nil {
+			t.Errorf("GroupAt(%s): %v", w.path, err)
+			continue
+		}
+		checkGroup(t, r, g, w)
 	}
 }
 

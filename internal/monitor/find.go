@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,13 +89,15 @@ func (r *Root) Find(sel Selector, procRoot string) (Group, error) {
 }
 
 // GroupAt is the group at path (relative to the hierarchy's root; "/"
-// is the root), which must exist in the cpu hierarchy.
+// is the root), which must exist in the cpu hierarchy. As Discover, it
+// leaves AcctDir "" when cpuacct is mounted apart and has no such group
+// (Group.UsageUnknown).
 func (r *Root) GroupAt(p string) (Group, error) {
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}
 	p = path.Clean(p)
-	dir, acct := join(r.CPUDir, p), join(r.AcctDir, p)
+	dir, acct := filepath.Join(r.CPUDir, p), filepath.Join(r.AcctDir, p)
 	fi, err := os.Stat(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -104,6 +107,9 @@ func (r *Root) GroupAt(p string) (Group, error) {
 	}
 	if !fi.IsDir() {
 		return Group{}, fmt.Errorf("%w: %s is not a cgroup directory", ErrNoGroup, dir)
+	}
+	if r.AcctDir != r.CPUDir && !acctExists(acct) {
+		acct = ""
 	}
 	return Group{Path: p, CPUDir: dir, AcctDir: acct, Version: r.Version, ID: Identify(p)}, nil
 }

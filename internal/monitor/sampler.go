@@ -86,10 +86,13 @@ func NewSampler(opts SamplerOptions) *Sampler {
 }
 
 // Follow makes the Sampler follow the first MaxGroups of the targets
-// that have a quota, in their order; others are let go. A group already
-// followed keeps its histograms (the tracker starts afresh if its period
-// or quota changed). Files that cannot be opened are counted as read
-// errors.
+// that have a quota and whose usage can be read, in their order; others
+// are let go. A group whose usage is unknown (Group.UsageUnknown) is not
+// followed: a period's usage and its stall are worked out from the usage
+// counter (its throttled periods are in its counters all the same). A
+// group already followed keeps its histograms (the tracker starts afresh
+// if its period or quota changed). Files that cannot be opened are
+// counted as read errors.
 func (s *Sampler) Follow(targets []Target) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,10 +102,10 @@ func (s *Sampler) Follow(targets []Target) {
 		if len(groups) >= s.opts.MaxGroups {
 			break
 		}
-		if t.Limits.Unlimited() || t.Limits.Period <= 0 {
+		if t.Limits.Unlimited() || t.Limits.Period <= 0 || t.Group.UsageUnknown() != "" {
 			continue
 		}
-		if g := s.byPath[t.Group.Path]; g != nil && g.target.Group.CPUDir == t.Group.CPUDir && g.target.Group.AcctDir == t.Group.AcctDir {
+		if g := s.byPath[t.Group.Path]; g != nil && sameDirs(g.target.Group, t.Group) {
 			if g.target.Limits != t.Limits {
 				g.tracker, g.pinned = s.newTracker(t.Limits), false
 			}

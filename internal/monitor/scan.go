@@ -103,9 +103,9 @@ func (s *Scanner) Rescan() error {
 	// scrapes go on meanwhile; whether a group is new is decided again
 	// under the lock, since a Read may have dropped one in between.
 	s.mu.Lock()
-	known := make(map[string]bool, len(s.byPath))
-	for p := range s.byPath {
-		known[p] = true
+	known := make(map[string]Group, len(s.byPath))
+	for p, g := range s.byPath {
+		known[p] = g.Group
 	}
 	s.mu.Unlock()
 
@@ -127,7 +127,7 @@ func (s *Scanner) Rescan() error {
 			continue // the quota went between the walk and now
 		}
 		f := found{t: Target{Group: g, Limits: lim, Burst: burst}}
-		if !known[g.Path] {
+		if k, ok := known[g.Path]; !ok || !sameDirs(k, g) {
 			c, err := openCounters(g)
 			if err != nil {
 				if !IsGone(err) {
@@ -148,7 +148,7 @@ func (s *Scanner) Rescan() error {
 	for _, f := range list {
 		old := s.byPath[f.t.Group.Path]
 		switch {
-		case old != nil && old.Group.CPUDir == f.t.Group.CPUDir && old.Group.AcctDir == f.t.Group.AcctDir:
+		case old != nil && sameDirs(old.Group, f.t.Group):
 			if f.fresh {
 				f.files.close() // a Read dropped and a walk re-added it meanwhile: keep one set
 			}
@@ -180,6 +180,11 @@ func (s *Scanner) Rescan() error {
 	}
 	return nil
 }
+
+// sameDirs reports whether a and b are read from the same directories: a
+// group that gained its cpuacct directory (or lost it) between walks is
+// read afresh.
+func sameDirs(a, b Group) bool { return a.CPUDir == b.CPUDir && a.AcctDir == b.AcctDir }
 
 // Read appends a Reading of every group to dst and returns it. Groups
 // found gone are dropped; groups whose files cannot be read are left out
@@ -331,21 +336,23 @@ func fileOf(err error) string {
 }
 
 // counters are the open files a group's counters are read from: cpu.stat
-// and, on v1, cpuacct.usage.
+// and, on v1, cpuacct.usage (unless the group has no cpuacct directory:
+// its usage is then unknown and left 0).
 type counters struct {
-	version int
-	stat    counterFile
-	usage   counterFile // v1 only
+	version   int
+	stat      counterFile
+	usage     counterFile // v1 only
+	usageFile bool        // usage is read from usage
 }
 
 // openCounters opens a group's counter files.
 func openCounters(g Group) (counters, error) {
-	c := counters{version: g.Version}
+	c := counters{version: g.Version, usageFile: g.Version == 1 && g.UsageUnknown() == ""}
 	var err error
 	if c.stat, err = openCounterFile(join(g.CPUDir, "cpu.stat")); err != nil {
 		return counters{}, err
 	}
-	if g.Version == 1 {
+	if c.usageFile {
 		if c.usage, err = openCounterFile(join(g.AcctDir, "cpuacct.usage")); err != nil {
 			c.stat.close()
 			return counters{}, err
@@ -364,7 +371,7 @@ func (c *counters) read(buf []byte) (st cgroup.Stat, file string, err error) {
 	if st, err = cgroup.ParseCPUStat(b, c.version); err != nil {
 		return cgroup.Stat{}, "cpu.stat", fmt.Errorf("parse %s: %w", c.stat.path, err)
 	}
-	if c.version == 1 {
+	if c.usageFile {
 		if st.UsageNs, err = c.readUsage(buf); err != nil {
 			return cgroup.Stat{}, "cpuacct.usage", err
 		}

@@ -53,7 +53,7 @@ func TestScannerFixtures(t *testing.T) {
 			}
 			for _, w := range tc.groups {
 				g, ok := byPath[w.path]
-				if !ok || g.Limits != w.lim || g.Stat != w.stat || g.Group.ID != w.id {
+				if !ok || g.Limits != w.lim || g.Stat != w.stat || g.Group.ID != w.id || g.Group.UsageUnknown() != w.unknown {
 					t.Errorf("%s: read %v: %+v\nwant limits %+v, stat %+v, id %+v", w.path, ok, g, w.lim, w.stat, w.id)
 					continue
 				}
@@ -184,6 +184,129 @@ func TestScannerChanges(t *testing.T) {
 	s.Close()
 	if n := keptFiles.Load() - before; n != 0 {
 		t.Errorf("%d files still open after Close", n)
+	}
+}
+
+// A group made in the cpu hierarchy alone (cpuacct mounted apart) is
+// followed like any other: its throttling read from cpu.stat, its usage
+// unknown, one file kept open. When its cpuacct directory appears, the
+// next walk reads it afresh with its usage, and when that goes again,
+// without it.
+func TestScannerCPUOnlyGroup(t *testing.T) {
+	root := v1Tree(t, map[string]string{"": "-1", "/both": "20000", "/cpu-only": "30000"})
+	acct := filepath.Join(root, "cpuacct", "cpu-only")
+	if err := os.RemoveAll(acct); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewScanner(r, ScanOptions{})
+	defer s.Close()
+	type seen struct {
+		path    string
+		unknown UsageUnknown
+		stat    cgroup.Stat
+	}
+	read := func() []seen {
+		var out []seen
+		for _, g := range s.Read(nil) {
+			out = append(out, seen{g.Group.Path, g.Group.UsageUnknown(), g.Stat})
+		}
+		return out
+	}
+	thr := cgroup.Stat{NrPeriods: 3, NrThrottled: 2, ThrottledNs: 1000}
+	withUsage := thr
+	withUsage.UsageNs = 12345
+	before := keptFiles.Load()
+	if err := s.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	want := []seen{{"/both", "", withUsage}, {"/cpu-only", UsageNoCpuacctGroup, thr}}
+	if got := read(); !slices.Equal(got, want) {
+		t.Fatalf("read %+v\nwant %+v", got, want)
+	}
+	if n := keptFiles.Load() - before; n != 3 {
+		t.Errorf("%d files kept open, want 3 (cpu.stat and cpuacct.usage; cpu.stat alone)", n)
+	}
+	if n := len(s.Errors().Counts()); n != 0 {
+		t.Errorf("read errors %v, want none", s.Errors().Counts())
+	}
+
+	// cgcreate -g cpuacct:/cpu-only: read with its usage from the next walk.
+	writeFile(t, filepath.Join(acct, "cpuacct.usage"), "777\n")
+	if got := read(); !slices.Equal(got, want) {
+		t.Fatalf("before the walk: read %+v\nwant %+v", got, want)
+	}
+	_, gen := s.Targets(nil)
+	if err := s.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	if _, g := s.Targets(nil); g == gen {
+		t.Error("generation did not change")
+	}
+	both := thr
+	both.UsageNs = 777
+	if got, want := read(), []seen{{"/both", "", withUsage}, {"/cpu-only", "", both}}; !slices.Equal(got, want) {
+		t.Fatalf("after the walk: read %+v\nwant %+v", got, want)
+	}
+	if n := keptFiles.Load() - before; n != 4 {
+		t.Errorf("%d files kept open, want 4", n)
+	}
+
+	// Its cpuacct directory goes (the group stays): the next walk finds
+	// it without usage and reads it afresh.
+	if err := os.RemoveAll(acct); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); !slices.Equal(got, want) {
+		t.Fatalf("without cpuacct again: read %+v\nwant %+v", got, want)
+	}
+	if n := len(s.Errors().Counts()); n != 0 {
+		t.Errorf("read errors %v, want none", s.Errors().Counts())
+	}
+	s.Close()
+	if n := keptFiles.Load() - before; n != 0 {
+		t.Errorf("%d files still open after Close", n)
+	}
+}
+
+// The sampler does not follow a group whose usage is unknown (made in the
+// cpu hierarchy alone): per-period usage and stalls need the usage
+// counter. Such groups take no place from those it can follow.
+func TestSamplerSkipsUnknownUsage(t *testing.T) {
+	r, err := OpenRoot(filepath.Join("testdata", "cpu-only-v1-apart"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := NewScanner(r, ScanOptions{})
+	defer sc.Close()
+	if err := sc.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := sc.Targets(nil)
+	unknown := 0
+	for _, tg := range ts {
+		if tg.Group.UsageUnknown() != "" {
+			unknown++
+		}
+	}
+	if len(ts) != 4 || unknown != 3 {
+		t.Fatalf("%d targets, %d of them without usage; want 4 and 3", len(ts), unknown)
+	}
+	s := NewSampler(SamplerOptions{MaxGroups: 1})
+	defer s.close()
+	s.Follow(ts)
+	var paths []string
+	for _, g := range s.Snapshot(nil) {
+		paths = append(paths, g.Path)
+	}
+	if want := []string{"/system.slice/nginx.service"}; !slices.Equal(paths, want) {
+		t.Errorf("the sampler follows %q, want %q", paths, want)
 	}
 }
 

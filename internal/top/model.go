@@ -13,7 +13,9 @@
 // Figures per row, over the last interval (between the two latest
 // readings of the group):
 //
-//   - usage: CPU time used / wall time, in CPUs;
+//   - usage: CPU time used / wall time, in CPUs; unknown for a group
+//     whose usage cannot be read (monitor.UsageUnknown: made in a cgroup
+//     v1 cpu hierarchy alone), whose throttling is shown all the same;
 //   - throttled: nr_throttled / nr_periods increase, the share of the
 //     enforcement periods in which the group was throttled (0 when no
 //     period elapsed: an idle group);
@@ -52,7 +54,10 @@ type Reading struct {
 	ID     monitor.Identity // what the path says the group is
 	Limits cgroup.Limits
 	Stat   cgroup.Stat
-	At     time.Time // when Stat was read (with a monotonic clock reading)
+	// UsageUnknown says why Stat.UsageNs is not the group's usage (it
+	// cannot be read); "" when it is.
+	UsageUnknown monitor.UsageUnknown
+	At           time.Time // when Stat was read (with a monotonic clock reading)
 }
 
 // Snapshot is one pass over the groups.
@@ -72,13 +77,13 @@ type Source interface {
 // Interval is the increase of a group's counters between its two latest
 // readings. The field names are those of a trace's summary.
 type Interval struct {
-	WallNs      int64 `json:"wall_ns"`
-	UsageNs     int64 `json:"usage_ns"`
-	NrPeriods   int64 `json:"nr_periods"`
-	NrThrottled int64 `json:"nr_throttled"`
-	ThrottledNs int64 `json:"throttled_ns"`
-	NrBursts    int64 `json:"nr_bursts"`
-	BurstNs     int64 `json:"burst_ns"`
+	WallNs      int64  `json:"wall_ns"`
+	UsageNs     *int64 `json:"usage_ns"` // nil when the usage is unknown (Row.UsageUnknown)
+	NrPeriods   int64  `json:"nr_periods"`
+	NrThrottled int64  `json:"nr_throttled"`
+	ThrottledNs int64  `json:"throttled_ns"`
+	NrBursts    int64  `json:"nr_bursts"`
+	BurstNs     int64  `json:"burst_ns"`
 }
 
 // Row is one group as top shows it, and as --once --json prints it. The
@@ -93,6 +98,9 @@ type Row struct {
 	Runtime     monitor.Runtime `json:"runtime"`
 	Unit        string          `json:"unit"`
 	Limits      trace.Limits    `json:"limits"`
+	// UsageUnknown says why the group's usage cannot be read (and
+	// UsageCPUs and Interval.UsageNs are null); absent when it can.
+	UsageUnknown *UsageUnknown `json:"usage_unknown,omitempty"`
 	// Interval is the counters' increase over the last interval.
 	Interval *Interval `json:"interval"`
 	// UsageCPUs is usage / wall time over the interval.
@@ -109,8 +117,19 @@ type Row struct {
 	WorstStallNs *int64 `json:"worst_stall_ns"`
 }
 
+// UsageUnknown is why a group's usage cannot be read: the reason
+// (monitor.UsageUnknown) and a sentence saying it.
+type UsageUnknown struct {
+	Reason monitor.UsageUnknown `json:"reason"`
+	Detail string               `json:"detail"`
+}
+
 // Ready reports whether the row has figures (two readings exist).
 func (r *Row) Ready() bool { return r.Interval != nil }
+
+// HasUsage reports whether the row has a usage figure: it is ready and
+// the group's usage can be read.
+func (r *Row) HasUsage() bool { return r.Ready() && r.UsageCPUs != nil }
 
 // group is what the model keeps of a group between readings.
 type group struct {
@@ -155,11 +174,12 @@ func (m *Model) Update(s Snapshot) {
 }
 
 // advance updates g with its next reading r; false when the counters went
-// backwards or the clock did not move (then g is to be replaced).
+// backwards, the clock did not move, or the usage became known or unknown
+// (then g is to be replaced).
 func advance(g *group, r Reading) bool {
 	d := r.Stat.Sub(g.last.Stat)
 	wall := r.At.Sub(g.last.At)
-	if wall <= 0 || d.UsageNs < 0 || d.NrPeriods < 0 || d.NrThrottled < 0 || d.ThrottledNs < 0 || d.NrBursts < 0 || d.BurstNs < 0 {
+	if wall <= 0 || r.UsageUnknown != g.last.UsageUnknown || d.UsageNs < 0 || d.NrPeriods < 0 || d.NrThrottled < 0 || d.ThrottledNs < 0 || d.NrBursts < 0 || d.BurstNs < 0 {
 		return false
 	}
 	if d.NrThrottled > 0 {
@@ -167,28 +187,36 @@ func advance(g *group, r Reading) bool {
 	}
 	row := baseRow(r)
 	iv := Interval{
-		WallNs: int64(wall), UsageNs: d.UsageNs, NrPeriods: d.NrPeriods, NrThrottled: d.NrThrottled,
+		WallNs: int64(wall), NrPeriods: d.NrPeriods, NrThrottled: d.NrThrottled,
 		ThrottledNs: d.ThrottledNs, NrBursts: d.NrBursts, BurstNs: d.BurstNs,
 	}
-	usage := float64(d.UsageNs) / float64(wall)
+	var usage *float64
+	if r.UsageUnknown == "" {
+		u := float64(d.UsageNs) / float64(wall)
+		iv.UsageNs, usage = &d.UsageNs, &u
+	}
 	ratio := 0.0
 	if d.NrPeriods > 0 {
 		ratio = min(float64(d.NrThrottled)/float64(d.NrPeriods), 1)
 	}
 	perSec := float64(d.ThrottledNs) / float64(wall)
 	worst := g.worst
-	row.Interval, row.UsageCPUs, row.ThrottledRatio, row.ThrottledPerSecond, row.WorstStallNs = &iv, &usage, &ratio, &perSec, &worst
+	row.Interval, row.UsageCPUs, row.ThrottledRatio, row.ThrottledPerSecond, row.WorstStallNs = &iv, usage, &ratio, &perSec, &worst
 	g.row, g.last = row, r
 	return true
 }
 
 // baseRow is the row of a reading without figures.
 func baseRow(r Reading) Row {
-	return Row{
+	row := Row{
 		Cgroup: r.Path, Kind: r.ID.Kind, Name: r.ID.Name, PodUID: r.ID.PodUID, QoS: r.ID.QoS,
 		ContainerID: r.ID.ContainerID, Runtime: r.ID.Runtime, Unit: r.ID.Unit,
 		Limits: trace.LimitsOf(r.Limits),
 	}
+	if r.UsageUnknown != "" {
+		row.UsageUnknown = &UsageUnknown{Reason: r.UsageUnknown, Detail: r.UsageUnknown.Explain()}
+	}
+	return row
 }
 
 // Len is the number of groups in the model.
@@ -243,7 +271,7 @@ func (k SortKey) Describe(reverse bool) string {
 
 // Sort sorts rows by key: numbers largest first, names A to Z, reverse
 // turning either round. Rows without the figure (read once so far; no
-// limit, for SortLimit) go last whichever the direction. Ties are broken by
+// limit, for SortLimit; usage unknown, for SortUsage) go last whichever the direction. Ties are broken by
 // name and path, so that rows do not swap places between refreshes.
 func Sort(rows []Row, key SortKey, reverse bool) {
 	slices.SortStableFunc(rows, func(a, b Row) int {
@@ -279,6 +307,9 @@ func compareKey(a, b *Row, key SortKey, reverse bool) int {
 		}
 		switch key {
 		case SortUsage:
+			if !r.HasUsage() {
+				return nil
+			}
 			return []float64{*r.UsageCPUs}
 		case SortStall:
 			return []float64{float64(*r.WorstStallNs)}

@@ -66,9 +66,14 @@ func TestModelRatesOverTheInterval(t *testing.T) {
 	if !r.Ready() {
 		t.Fatal("after two readings the row has no figures")
 	}
-	want := Interval{WallNs: 2e9, UsageNs: 400 * ms, NrPeriods: 20, NrThrottled: 16, ThrottledNs: 1280 * ms, NrBursts: 2, BurstNs: 10 * ms}
-	if *r.Interval != want {
-		t.Errorf("interval %+v, want %+v", *r.Interval, want)
+	got := *r.Interval
+	if got.UsageNs == nil || *got.UsageNs != 400*ms {
+		t.Errorf("interval usage %v, want 400ms", got.UsageNs)
+	}
+	got.UsageNs = nil
+	want := Interval{WallNs: 2e9, NrPeriods: 20, NrThrottled: 16, ThrottledNs: 1280 * ms, NrBursts: 2, BurstNs: 10 * ms}
+	if got != want {
+		t.Errorf("interval %+v, want %+v", got, want)
 	}
 	if !near(*r.UsageCPUs, 0.2) {
 		t.Errorf("usage %v CPUs, want 0.2", *r.UsageCPUs)
@@ -178,6 +183,44 @@ func TestModelNewVanishedAndRecreatedGroups(t *testing.T) {
 	}
 }
 
+// A group whose usage cannot be read (made in a cgroup v1 cpu hierarchy
+// alone) has its throttling figures, its usage null and why; when its
+// usage becomes known it starts afresh, as its usage counter does.
+func TestModelUsageUnknown(t *testing.T) {
+	m := NewModel()
+	at := func(d time.Duration, n int64, u monitor.UsageUnknown) Reading {
+		r := reading("/batch", limited, d, cgroup.Stat{NrPeriods: n * 10, NrThrottled: n * 10, ThrottledNs: n * 800 * ms})
+		r.UsageUnknown = u
+		return r
+	}
+	m.Update(snap(0, at(0, 1, monitor.UsageNoCpuacctGroup)))
+	r := rowOf(t, m, "/batch")
+	if r.Ready() || r.UsageUnknown == nil || r.UsageUnknown.Reason != monitor.UsageNoCpuacctGroup || r.UsageUnknown.Detail != monitor.UsageNoCpuacctGroup.Explain() {
+		t.Fatalf("after one reading: %+v", r)
+	}
+	m.Update(snap(time.Second, at(time.Second, 2, monitor.UsageNoCpuacctGroup)))
+	r = rowOf(t, m, "/batch")
+	if !r.Ready() || r.HasUsage() || r.UsageCPUs != nil || r.Interval.UsageNs != nil {
+		t.Fatalf("usage unknown, yet: ready %v usage %v interval usage %v", r.Ready(), r.UsageCPUs, r.Interval.UsageNs)
+	}
+	if r.Interval.NrThrottled != 10 || !near(*r.ThrottledRatio, 1) || !near(*r.ThrottledPerSecond, 0.8) || *r.WorstStallNs != 80*ms || r.UsageUnknown == nil {
+		t.Errorf("throttling figures of a group without usage: %+v %+v", r, *r.Interval)
+	}
+	// cgcreate -g cpuacct:/batch: its usage counter starts now.
+	known := at(2*time.Second, 3, "")
+	known.Stat.UsageNs = 5 * ms
+	m.Update(snap(2*time.Second, known))
+	if r = rowOf(t, m, "/batch"); r.Ready() || r.UsageUnknown != nil {
+		t.Errorf("usage became known: the row keeps figures or the reason: %+v", r)
+	}
+	known = at(3*time.Second, 4, "")
+	known.Stat.UsageNs = 205 * ms
+	m.Update(snap(3*time.Second, known))
+	if r = rowOf(t, m, "/batch"); !r.HasUsage() || !near(*r.UsageCPUs, 0.2) || *r.Interval.UsageNs != 200*ms {
+		t.Errorf("with its usage: %+v", r)
+	}
+}
+
 // Each group's rates use its own reading times: with many groups a pass
 // takes a while, and a group read late in one pass and early in the next
 // has a shorter interval.
@@ -203,6 +246,7 @@ type fig struct {
 	stall                int64
 	limit                float64 // 0: none
 	ready                bool
+	unknown              bool // usage unknown
 }
 
 func (f fig) row() Row {
@@ -216,6 +260,9 @@ func (f fig) row() Row {
 		r.Interval = &Interval{}
 		r.UsageCPUs, r.ThrottledRatio, r.ThrottledPerSecond, r.WorstStallNs = &u, &ra, &p, &s
 	}
+	if f.unknown {
+		r.UsageCPUs, r.UsageUnknown = nil, &UsageUnknown{Reason: monitor.UsageNoCpuacctGroup}
+	}
 	return r
 }
 
@@ -227,6 +274,7 @@ func TestSort(t *testing.T) {
 		{name: "free", usage: 1.5, ready: true}, // no limit
 		{name: "c", usage: 0.1, ratio: 0.9, perSec: 0.05, stall: 50 * ms, limit: 0.25, ready: true},
 		{name: "d", usage: 0.1, ratio: 0, perSec: 0, stall: 0, limit: 2, ready: true},
+		{name: "cpu-only", ratio: 1, perSec: 0.8, stall: 80 * ms, limit: 0.2, ready: true, unknown: true}, // usage unknown
 	}
 	cases := []struct {
 		key     SortKey
@@ -234,15 +282,17 @@ func TestSort(t *testing.T) {
 		want    []string
 	}{
 		// Ratio, then throttled time; ties by name.
-		{SortThrottled, false, []string{"c", "a", "b", "d", "free", "new"}},
-		{SortThrottled, true, []string{"d", "free", "b", "a", "c", "new"}},
-		{SortUsage, false, []string{"free", "a", "b", "c", "d", "new"}},
-		{SortStall, false, []string{"a", "c", "b", "d", "free", "new"}},
-		{SortName, false, []string{"a", "b", "c", "d", "free", "new"}},
-		{SortName, true, []string{"new", "free", "d", "c", "b", "a"}},
+		{SortThrottled, false, []string{"cpu-only", "c", "a", "b", "d", "free", "new"}},
+		{SortThrottled, true, []string{"d", "free", "b", "a", "c", "cpu-only", "new"}},
+		// Usage unknown: last either way, with the rows read once.
+		{SortUsage, false, []string{"free", "a", "b", "c", "d", "cpu-only", "new"}},
+		{SortUsage, true, []string{"c", "d", "b", "a", "free", "cpu-only", "new"}},
+		{SortStall, false, []string{"cpu-only", "a", "c", "b", "d", "free", "new"}},
+		{SortName, false, []string{"a", "b", "c", "cpu-only", "d", "free", "new"}},
+		{SortName, true, []string{"new", "free", "d", "cpu-only", "c", "b", "a"}},
 		// Without a limit: last either way.
-		{SortLimit, false, []string{"new", "d", "b", "a", "c", "free"}},
-		{SortLimit, true, []string{"c", "a", "b", "d", "new", "free"}},
+		{SortLimit, false, []string{"new", "d", "b", "a", "c", "cpu-only", "free"}},
+		{SortLimit, true, []string{"cpu-only", "c", "a", "b", "d", "new", "free"}},
 	}
 	for _, tc := range cases {
 		rows := make([]Row, len(figs))

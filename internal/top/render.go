@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -69,7 +70,12 @@ var columns = []column{
 		}
 		return cpus(*r.Limits.CPUs)
 	}},
-	{"USAGE", 6, func(r *Row) string { return ready(r, func() string { return cpus(*r.UsageCPUs) }) }},
+	{"USAGE", 6, func(r *Row) string {
+		if r.UsageUnknown != nil {
+			return "n/a"
+		}
+		return ready(r, func() string { return cpus(*r.UsageCPUs) })
+	}},
 	{"THROTTLED", 10, func(r *Row) string {
 		return ready(r, func() string { return fmt.Sprintf("%.1f%%", *r.ThrottledRatio*100) })
 	}},
@@ -287,7 +293,8 @@ func clampOffset(off, n, page int) int {
 }
 
 // WriteTable writes the header, the titles and every row, without
-// escapes, for --once: width <= 0 means no limit (names in full).
+// escapes, for --once: width <= 0 means no limit (names in full). A
+// last line says why the usage of some rows is n/a.
 func WriteTable(w io.Writer, h Header, rows []Row, width int, key SortKey, reverse bool) error {
 	l := fit(width, rows)
 	var b bytes.Buffer
@@ -302,8 +309,23 @@ func WriteTable(w io.Writer, h Header, rows []Row, width int, key SortKey, rever
 	if len(rows) == 0 && !h.All {
 		b.WriteString("no group has a CPU limit (--all shows every group)\n")
 	}
+	for _, u := range usageUnknown(rows) {
+		fmt.Fprintf(&b, "USAGE n/a: %s\n", u.Detail)
+	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// usageUnknown lists the reasons why rows have no usage, each once, in
+// the order of the rows.
+func usageUnknown(rows []Row) []UsageUnknown {
+	var out []UsageUnknown
+	for i := range rows {
+		if u := rows[i].UsageUnknown; u != nil && !slices.Contains(out, *u) {
+			out = append(out, *u)
+		}
+	}
+	return out
 }
 
 // WriteJSON writes the rows as an indented JSON array.

@@ -57,7 +57,7 @@ func (s *TreeSource) Read() (Snapshot, error) {
 			}
 			continue
 		}
-		snap.Readings = append(snap.Readings, Reading{Path: g.Path, ID: g.ID, Limits: l, Stat: st, At: at})
+		snap.Readings = append(snap.Readings, Reading{Path: g.Path, ID: g.ID, Limits: l, Stat: st, UsageUnknown: g.UsageUnknown(), At: at})
 	}
 	snap.At = s.now()
 	return snap, nil

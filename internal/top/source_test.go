@@ -1,6 +1,7 @@
 package top
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +32,21 @@ func openFixture(t *testing.T, dir string) *monitor.Root {
 		t.Fatalf("OpenRoot(%s): %v", dir, err)
 	}
 	return r
+}
+
+// copiedSource is a TreeSource of a copy of the fixture tree at fixture,
+// which the test may change (in dir), and the time it reads, which the
+// test moves (from t0).
+func copiedSource(t *testing.T, fixture string) (src *TreeSource, dir string, clock *time.Time) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(fixture)); err != nil {
+		t.Fatal(err)
+	}
+	src = NewTreeSource(openFixture(t, dir), false)
+	now := t0
+	src.now = func() time.Time { return now }
+	return src, dir, &now
 }
 
 // Each fixture tree (v1 with cpu and cpuacct apart, as on the test
@@ -112,14 +128,7 @@ func TestTreeSourceFixtures(t *testing.T) {
 // moved one with figures, the new one without, drops the removed one, and
 // the header counts the unreadable one.
 func TestTreeSourceChangingTree(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "v1-apart"))); err != nil {
-		t.Fatal(err)
-	}
-	root := openFixture(t, dir)
-	src := NewTreeSource(root, false)
-	clock := t0
-	src.now = func() time.Time { return clock }
+	src, dir, clock := copiedSource(t, filepath.Join("testdata", "v1-apart"))
 	m := NewModel()
 	s, err := src.Read()
 	if err != nil {
@@ -154,7 +163,7 @@ func TestTreeSourceChangingTree(t *testing.T) {
 	// nginx: unreadable counters.
 	write(filepath.Join(cpu, "system.slice/nginx.service/cpu.stat"), "nr_periods many\n")
 
-	clock = t0.Add(time.Second)
+	*clock = t0.Add(time.Second)
 	s, err = src.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -196,4 +205,56 @@ func TestTreeSourceRootGone(t *testing.T) {
 	if _, err := src.Read(); err == nil {
 		t.Error("no error for a root that is gone")
 	}
+}
+
+// Groups made in a cgroup v1 cpu hierarchy alone (cpuacct mounted apart:
+// monitor's fixture cpu-only-v1-apart) are shown with their throttling,
+// their usage unknown and why: "n/a" in the table, null and the reason in
+// the JSON (golden files cpu-only-v1-apart.txt and .json).
+func TestTreeSourceUsageUnknown(t *testing.T) {
+	src, dir, clock := copiedSource(t, filepath.Join("..", "monitor", "testdata", "cpu-only-v1-apart"))
+	m := NewModel()
+	s, err := src.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/batch", "/batch/job-7", nginxV1, "/tenant/worker"}; !slices.Equal(paths(s.Readings), want) {
+		t.Fatalf("groups %v, want %v", paths(s.Readings), want)
+	}
+	for _, r := range s.Readings {
+		if want := map[bool]monitor.UsageUnknown{true: "", false: monitor.UsageNoCpuacctGroup}[r.Path == nginxV1]; r.UsageUnknown != want {
+			t.Errorf("%s: usage unknown %q, want %q", r.Path, r.UsageUnknown, want)
+		}
+	}
+	m.Update(s)
+	// A second later: /batch throttled in its 10 periods, 80 ms each;
+	// nginx used 0.3 s in 10 periods, 1 throttled for 20 ms.
+	write := func(rel, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cpu/batch/cpu.stat", "nr_periods 150017\nnr_throttled 150017\nthrottled_time 12800560000\nnr_bursts 0\nburst_time 0\n")
+	write("cpu/system.slice/nginx.service/cpu.stat", "nr_periods 140017\nnr_throttled 2336\nthrottled_time 113390000\nnr_bursts 0\nburst_time 0\n")
+	write("cpuacct/system.slice/nginx.service/cpuacct.usage", "7287654123\n")
+	*clock = t0.Add(time.Second)
+	if s, err = src.Read(); err != nil {
+		t.Fatal(err)
+	}
+	m.Update(s)
+	rows := m.Rows(SortThrottled, false)
+	if len(rows) != 4 || rows[0].Cgroup != "/batch" || !rows[0].Ready() || *rows[0].ThrottledRatio != 1 || rows[0].Interval.NrThrottled != 10 || rows[0].UsageCPUs != nil {
+		t.Errorf("the throttled group without usage is not first with its figures: %+v", rows[0])
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, HeaderOf(m, Options{Interval: time.Second, Host: testHost}), rows, 0, SortThrottled, false); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "cpu-only-v1-apart.txt", b.String())
+	b.Reset()
+	if err := WriteJSON(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "cpu-only-v1-apart.json", b.String())
 }

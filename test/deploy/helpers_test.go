@@ -183,6 +183,7 @@ type docMetric struct {
 	Name, Type, Help string
 	Labels           []string
 	Line             int
+	Section          string // the heading (## ...) it is documented under
 }
 
 // targetLabels are the labels Prometheus (and the Prometheus Operator, and
@@ -203,7 +204,11 @@ func loadMetricsDoc(t *testing.T) documented {
 		Buckets: map[string][]string{}, Text: text,
 	}
 	lines := strings.Split(text, "\n")
+	section := ""
 	for i := 0; i < len(lines); i++ {
+		if h, ok := strings.CutPrefix(lines[i], "## "); ok {
+			section = strings.TrimSpace(h)
+		}
 		switch strings.TrimSpace(lines[i]) {
 		case metricTableHeader:
 			for i += 2; i < len(lines) && strings.HasPrefix(lines[i], "|"); i++ {
@@ -211,7 +216,7 @@ func loadMetricsDoc(t *testing.T) documented {
 				if len(cells) != 4 {
 					t.Fatalf("docs/metrics.md:%d: want 4 cells, got %d: %s", i+1, len(cells), lines[i])
 				}
-				m := docMetric{Name: strings.Trim(cells[0], "`"), Type: cells[1], Help: cells[3], Line: i + 1}
+				m := docMetric{Name: strings.Trim(cells[0], "`"), Type: cells[1], Help: cells[3], Line: i + 1, Section: section}
 				if !strings.HasPrefix(cells[0], "`") {
 					t.Fatalf("docs/metrics.md:%d: the metric name must be in backticks: %s", i+1, lines[i])
 				}

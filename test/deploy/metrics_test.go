@@ -80,23 +80,27 @@ func checkHelp(t *testing.T, where, help string) {
 	}
 }
 
+// The sections of docs/metrics.md whose series a group has only when its
+// usage is unknown, and those it then lacks besides its usage counter.
+const (
+	usageUnknownSection = "Groups whose usage is unknown"
+	perPeriodSection    = "Per-period metrics (the sampler)"
+)
+
 // Every histogram has its buckets listed, ascending, ending in +Inf, and
-// the doc's count of series per group follows from its tables.
+// the doc's counts of series per group follow from its tables.
 func TestMetricsDocBucketsAndSeriesCount(t *testing.T) {
 	d := loadMetricsDoc(t)
-	perGroup := 0
-	for name, m := range d.Metrics {
-		if !slices.Contains(m.Labels, "cgroup") {
-			continue
-		}
+	// series is how many series a group has of the metric: 1, or a
+	// histogram's buckets with +Inf, _sum and _count.
+	series := func(name string, m docMetric) int {
 		if m.Type != "histogram" {
-			perGroup++
-			continue
+			return 1
 		}
 		b, ok := d.Buckets[name]
 		if !ok {
 			t.Errorf("docs/metrics.md: histogram %s has no row in the bucket table", name)
-			continue
+			return 0
 		}
 		if b[len(b)-1] != "+Inf" {
 			t.Errorf("docs/metrics.md: buckets of %s end in %s, not +Inf", name, b[len(b)-1])
@@ -109,7 +113,22 @@ func TestMetricsDocBucketsAndSeriesCount(t *testing.T) {
 			}
 			prev = v
 		}
-		perGroup += len(b) + 2 // buckets with +Inf, _sum, _count
+		return len(b) + 2
+	}
+	perGroup, perPeriod, unknownOnly := 0, 0, 0
+	for name, m := range d.Metrics {
+		if !slices.Contains(m.Labels, "cgroup") {
+			continue
+		}
+		n := series(name, m)
+		switch m.Section {
+		case usageUnknownSection:
+			unknownOnly += n
+			continue
+		case perPeriodSection:
+			perPeriod += n
+		}
+		perGroup += n
 	}
 	for name := range d.Buckets {
 		if m, ok := d.Metrics[name]; !ok || m.Type != "histogram" {
@@ -119,5 +138,11 @@ func TestMetricsDocBucketsAndSeriesCount(t *testing.T) {
 	want := fmt.Sprintf("A limited group has %d series", perGroup)
 	if !strings.Contains(d.Text, want) {
 		t.Errorf("docs/metrics.md: the tables give %d series per limited group; the text should say %q", perGroup, want)
+	}
+	// Without usage: no usage counter, no per-period series, and those of
+	// its own section.
+	unknown := perGroup - 1 - perPeriod + unknownOnly
+	if want := fmt.Sprintf("a group whose usage is unknown has %d", unknown); unknownOnly == 0 || !strings.Contains(d.Text, want) {
+		t.Errorf("docs/metrics.md: the tables give %d series per group whose usage is unknown (%d of section %q); the text should say %q", unknown, unknownOnly, usageUnknownSection, want)
 	}
 }
