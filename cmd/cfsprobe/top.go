@@ -42,13 +42,10 @@ interval; a group that just appeared shows "-" until it has been read twice.
                was throttled (nr_throttled / nr_periods)
   THR s/s      throttled time per second; the kernel's throttled time is summed
                over the CPUs the group was stopped on, so it can exceed 1
-  WORST STALL  the longest stall of one throttled period since top started,
-               estimated each interval as throttled time / throttled periods:
-               an average over the interval's throttled periods; and as the
-               kernel's throttled time counts every CPU the group was stopped
-               on, a group stopped on 4 CPUs shows 4 times its stall (one
-               thread: the stall itself). The exporter's per-period sampler
-               measures stalls exactly (docs/metrics.md)
+  WORST STALL  the longest stall of one period since top started: the wall time
+               the group stood still in a throttled period, measured period by
+               period as the exporter does (docs/trace.md); "-" until top has
+               learnt the group's period boundaries (a second or two)
   BURSTS       periods in which the group used CPU burst, and the CPU time taken
   BURST TIME   beyond the quota from the burst allowance, over the interval
 
@@ -106,8 +103,9 @@ func runTop(c *cobra.Command, f *topFlags) error {
 	if err != nil {
 		return err
 	}
-	src := top.NewTreeSource(root, f.all)
-	opts := top.Options{Interval: f.interval, Sort: key, All: f.all, Host: root.HostFacts("/proc", "/sys"), Highlight: true}
+	host := root.HostFacts("/proc", "/sys")
+	src := top.NewTreeSource(root, f.all, host.CPUs)
+	opts := top.Options{Interval: f.interval, Sort: key, All: f.all, Host: host, Highlight: true}
 
 	ctx, sig, stop := signalContext()
 	defer stop()

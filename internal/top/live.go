@@ -36,6 +36,8 @@ type Screen interface {
 // and End (g, G) scroll; q quits. A group read once so far shows "-" until
 // its second reading.
 func Live(ctx context.Context, src Source, scr Screen, o Options) error {
+	ctx, stop := runSource(ctx, src)
+	defer stop()
 	v := &liveView{src: src, scr: scr, o: o, m: NewModel(), view: View{Sort: o.Sort, Reverse: o.Reverse}}
 	v.read()
 	if err := v.draw(); err != nil {
@@ -142,6 +144,8 @@ func HeaderOf(m *Model, o Options) Header {
 // Once reads src twice, interval apart, and returns the model: rows with
 // figures over that interval (a group that appeared in between has none).
 func Once(ctx context.Context, src Source, interval time.Duration) (*Model, error) {
+	ctx, stop := runSource(ctx, src)
+	defer stop()
 	m := NewModel()
 	for i := 0; i < 2; i++ {
 		if i > 0 {
@@ -160,4 +164,20 @@ func Once(ctx context.Context, src Source, interval time.Duration) (*Model, erro
 		m.Update(s)
 	}
 	return m, nil
+}
+
+// runner is a Source with work of its own to run while it is read
+// (TreeSource's per-period sampler).
+type runner interface{ Run(context.Context) }
+
+// runSource starts src's Run, if it has one; stop ends it and waits.
+func runSource(ctx context.Context, src Source) (context.Context, func()) {
+	r, ok := src.(runner)
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	return ctx, func() { cancel(); <-done }
 }

@@ -94,7 +94,10 @@ func (f *fakeSource) Read() (Snapshot, error) {
 			continue
 		}
 		st := cgroup.Stat{UsageNs: k * int64(i) * 100 * ms, NrPeriods: k * 10, NrThrottled: k * int64(i%11), ThrottledNs: k * int64(i%11) * 10 * ms}
-		s.Readings = append(s.Readings, reading(p, monitor1CPU, at, st))
+		r := reading(p, monitor1CPU, at, st)
+		stall := int64(i%11) * 10 * ms / max(int64(i%11), 1) * min(int64(i%11), 1) // 10 ms when throttled
+		r.MaxStallNs = &stall
+		s.Readings = append(s.Readings, r)
 	}
 	f.reads++
 	return s, nil

@@ -23,16 +23,13 @@
 //     time, which is summed over the CPUs whose run queues were stopped, so
 //     a group stopped on two CPUs at once counts twice and the figure can
 //     exceed 1;
-//   - worst stall: an estimate of the longest stall of one throttled
-//     period, the largest since top started of the per-interval average
-//     throttled time / nr_throttled. It is an average over the interval's
-//     throttled periods (one longer period among shorter ones is
-//     underestimated) and, being the kernel's time summed over CPUs, it is
-//     the stall of one CPU's run queue times the number of CPUs the group
-//     was stopped on (a one-thread group's figure is its stall; four
-//     threads stopped for 75 ms on four CPUs show 300 ms). The exporter's
-//     per-period sampler measures stalls exactly; top reads counters once
-//     an interval and can only estimate;
+//   - worst stall: the longest stall of one period since top began
+//     following the group: the wall time the group stood still in a
+//     throttled period (trace.Period.StallNs, docs/trace.md), measured per
+//     period by the same sampler as the exporter's (monitor.Sampler); four
+//     threads stopped for 75 ms on four CPUs stalled 75 ms. Null until the
+//     sampler has seen a period closely (it learns the group's period
+//     boundaries first, a second or two); 0 when never throttled since;
 //   - bursts: the increase of nr_bursts and of the burst time (CPU time
 //     taken beyond the quota from the burst allowance).
 package top
@@ -58,6 +55,10 @@ type Reading struct {
 	// cannot be read); "" when it is.
 	UsageUnknown monitor.UsageUnknown
 	At           time.Time // when Stat was read (with a monotonic clock reading)
+	// MaxStallNs is the longest stall of a period of the group that the
+	// per-period sampler measured (trace.Period.StallNs) since it began
+	// following the group; nil when it measured none yet.
+	MaxStallNs *int64
 }
 
 // Snapshot is one pass over the groups.
@@ -111,9 +112,9 @@ type Row struct {
 	// ThrottledPerSecond is throttled time / wall time over the interval
 	// (seconds per second, summed over CPUs).
 	ThrottledPerSecond *float64 `json:"throttled_seconds_per_second"`
-	// WorstStallNs is the largest per-throttled-period stall estimated
-	// since top started (see the package documentation); 0 when never
-	// throttled.
+	// WorstStallNs is the longest stall of one period measured since top
+	// began following the group (see the package documentation); null
+	// until a period has been measured, 0 when none was throttled.
 	WorstStallNs *int64 `json:"worst_stall_ns"`
 }
 
@@ -133,9 +134,8 @@ func (r *Row) HasUsage() bool { return r.Ready() && r.UsageCPUs != nil }
 
 // group is what the model keeps of a group between readings.
 type group struct {
-	last  Reading
-	worst int64 // largest stall estimate so far
-	row   Row
+	last Reading
+	row  Row
 }
 
 // Model holds the groups seen in the last snapshot and their figures.
@@ -182,9 +182,6 @@ func advance(g *group, r Reading) bool {
 	if wall <= 0 || r.UsageUnknown != g.last.UsageUnknown || d.UsageNs < 0 || d.NrPeriods < 0 || d.NrThrottled < 0 || d.ThrottledNs < 0 || d.NrBursts < 0 || d.BurstNs < 0 {
 		return false
 	}
-	if d.NrThrottled > 0 {
-		g.worst = max(g.worst, d.ThrottledNs/d.NrThrottled)
-	}
 	row := baseRow(r)
 	iv := Interval{
 		WallNs: int64(wall), NrPeriods: d.NrPeriods, NrThrottled: d.NrThrottled,
@@ -200,8 +197,7 @@ func advance(g *group, r Reading) bool {
 		ratio = min(float64(d.NrThrottled)/float64(d.NrPeriods), 1)
 	}
 	perSec := float64(d.ThrottledNs) / float64(wall)
-	worst := g.worst
-	row.Interval, row.UsageCPUs, row.ThrottledRatio, row.ThrottledPerSecond, row.WorstStallNs = &iv, usage, &ratio, &perSec, &worst
+	row.Interval, row.UsageCPUs, row.ThrottledRatio, row.ThrottledPerSecond, row.WorstStallNs = &iv, usage, &ratio, &perSec, r.MaxStallNs
 	g.row, g.last = row, r
 	return true
 }
@@ -312,6 +308,9 @@ func compareKey(a, b *Row, key SortKey, reverse bool) int {
 			}
 			return []float64{*r.UsageCPUs}
 		case SortStall:
+			if r.WorstStallNs == nil {
+				return nil
+			}
 			return []float64{float64(*r.WorstStallNs)}
 		default: // throttled
 			return []float64{*r.ThrottledRatio, *r.ThrottledPerSecond}

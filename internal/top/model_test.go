@@ -84,41 +84,44 @@ func TestModelRatesOverTheInterval(t *testing.T) {
 	if !near(*r.ThrottledPerSecond, 0.64) {
 		t.Errorf("throttled s/s %v, want 0.64", *r.ThrottledPerSecond)
 	}
-	if *r.WorstStallNs != 80*ms {
-		t.Errorf("worst stall %v, want 80ms", time.Duration(*r.WorstStallNs))
+	if r.WorstStallNs != nil {
+		t.Errorf("worst stall %v with no period measured, want null", time.Duration(*r.WorstStallNs))
 	}
 }
 
-// The worst stall is the largest per-interval estimate since the start,
-// also after intervals without throttling; an idle interval has a
-// throttled ratio of 0, not NaN.
-func TestModelWorstStallKeepsTheMax(t *testing.T) {
+// The worst stall is the per-period sampler's measurement that comes with
+// each reading (null until it has measured a period), not an estimate
+// from the interval's counters; an idle interval has a throttled ratio of
+// 0, not NaN.
+func TestModelWorstStallIsMeasured(t *testing.T) {
 	m := NewModel()
 	var s cgroup.Stat
-	step := func(at time.Duration, periods, throttled, throttledNs int64) Row {
+	step := func(at time.Duration, periods, throttled, throttledNs int64, stall *int64) Row {
 		s.NrPeriods += periods
 		s.NrThrottled += throttled
 		s.ThrottledNs += throttledNs
-		m.Update(snap(at, reading("/a", limited, at, s)))
+		r := reading("/a", limited, at, s)
+		r.MaxStallNs = stall
+		m.Update(snap(at, r))
 		return rowOf(t, m, "/a")
 	}
-	step(0, 0, 0, 0)
+	ns := func(d int64) *int64 { return &d }
+	step(0, 0, 0, 0, nil)
 	steps := []struct {
 		periods, throttled, throttledNs int64
-		wantWorst                       int64
+		stall                           *int64
 		wantRatio                       float64
 	}{
-		{10, 5, 150 * ms, 30 * ms, 0.5},  // 30 ms per throttled period
-		{10, 2, 180 * ms, 90 * ms, 0.2},  // 90 ms: the new worst
-		{10, 10, 400 * ms, 90 * ms, 1},   // 40 ms: the worst stays
-		{0, 0, 0, 90 * ms, 0},            // idle: no period, ratio 0
-		{10, 0, 0, 90 * ms, 0},           // running, not throttled
-		{10, 1, 250 * ms, 250 * ms, 0.1}, // stopped on several CPUs: summed
+		{10, 5, 150 * ms, nil, 0.5},          // the sampler is still learning the grid
+		{10, 2, 180 * ms, ns(45 * ms), 0.2},  // two CPUs stopped 45 ms: 90 ms summed, 45 ms stall
+		{10, 10, 400 * ms, ns(45 * ms), 1},   // shorter stalls: the worst stays
+		{0, 0, 0, ns(45 * ms), 0},            // idle: no period, ratio 0
+		{10, 1, 250 * ms, ns(125 * ms), 0.1}, // a longer one
 	}
 	for i, st := range steps {
-		r := step(time.Duration(i+1)*time.Second, st.periods, st.throttled, st.throttledNs)
-		if *r.WorstStallNs != st.wantWorst {
-			t.Errorf("step %d: worst stall %v, want %v", i, time.Duration(*r.WorstStallNs), time.Duration(st.wantWorst))
+		r := step(time.Duration(i+1)*time.Second, st.periods, st.throttled, st.throttledNs, st.stall)
+		if (r.WorstStallNs == nil) != (st.stall == nil) || r.WorstStallNs != nil && *r.WorstStallNs != *st.stall {
+			t.Errorf("step %d: worst stall %v, want %v", i, r.WorstStallNs, st.stall)
 		}
 		if !near(*r.ThrottledRatio, st.wantRatio) || math.IsNaN(*r.ThrottledRatio) {
 			t.Errorf("step %d: throttled ratio %v, want %v", i, *r.ThrottledRatio, st.wantRatio)
@@ -171,9 +174,9 @@ func TestModelNewVanishedAndRecreatedGroups(t *testing.T) {
 	m.Update(snap(3*time.Second,
 		reading("/a", limited, 3*time.Second, cgroup.Stat{UsageNs: 101 * ms, NrPeriods: 11}),
 		reading("/c", limited, 3*time.Second, busy(7))))
-	if a := rowOf(t, m, "/a"); !a.Ready() || *a.WorstStallNs != 0 || !near(*a.UsageCPUs, 0.1) {
+	if a := rowOf(t, m, "/a"); !a.Ready() || a.WorstStallNs != nil || !near(*a.UsageCPUs, 0.1) {
 		t.Errorf("/a after recreation and two readings: usage %v worst %v, want 0.1 CPUs and no stall (the old group's is not kept)",
-			*a.UsageCPUs, *a.WorstStallNs)
+			*a.UsageCPUs, a.WorstStallNs)
 	}
 
 	// Everything gone.
@@ -203,7 +206,7 @@ func TestModelUsageUnknown(t *testing.T) {
 	if !r.Ready() || r.HasUsage() || r.UsageCPUs != nil || r.Interval.UsageNs != nil {
 		t.Fatalf("usage unknown, yet: ready %v usage %v interval usage %v", r.Ready(), r.UsageCPUs, r.Interval.UsageNs)
 	}
-	if r.Interval.NrThrottled != 10 || !near(*r.ThrottledRatio, 1) || !near(*r.ThrottledPerSecond, 0.8) || *r.WorstStallNs != 80*ms || r.UsageUnknown == nil {
+	if r.Interval.NrThrottled != 10 || !near(*r.ThrottledRatio, 1) || !near(*r.ThrottledPerSecond, 0.8) || r.WorstStallNs != nil || r.UsageUnknown == nil {
 		t.Errorf("throttling figures of a group without usage: %+v %+v", r, *r.Interval)
 	}
 	// cgcreate -g cpuacct:/batch: its usage counter starts now.

@@ -82,7 +82,14 @@ var columns = []column{
 	{"THR s/s", 8, func(r *Row) string {
 		return ready(r, func() string { return fmt.Sprintf("%.2f", *r.ThrottledPerSecond) })
 	}},
-	{"WORST STALL", 12, func(r *Row) string { return ready(r, func() string { return report.Dur(*r.WorstStallNs) }) }},
+	{"WORST STALL", 12, func(r *Row) string {
+		return ready(r, func() string {
+			if r.WorstStallNs == nil {
+				return "-"
+			}
+			return report.Dur(*r.WorstStallNs)
+		})
+	}},
 	{"BURSTS", 7, func(r *Row) string { return ready(r, func() string { return fmt.Sprint(r.Interval.NrBursts) }) }},
 	{"BURST TIME", 11, func(r *Row) string { return ready(r, func() string { return report.Dur(r.Interval.BurstNs) }) }},
 }

@@ -65,6 +65,8 @@ func fleet(n int) *Model {
 		s0   cgroup.Stat
 		s1   cgroup.Stat
 		new  bool
+		// the longest stall the sampler measured; nil: still learning
+		stall *int64
 	}
 	gs := make([]g, n)
 	for i := range gs {
@@ -91,13 +93,22 @@ func fleet(n int) *Model {
 			s1.BurstNs = s0.BurstNs + int64(rnd(50))*ms
 		}
 		gs[i] = g{path: fleetPath(i, rnd), l: l, s0: s0, s1: s1, new: i%10 == 9}
+		if i%7 != 3 {
+			var stall int64
+			if thr := s1.NrThrottled - s0.NrThrottled; thr > 0 {
+				stall = (s1.ThrottledNs - s0.ThrottledNs) / thr / int64(1+i%3) // on 1 to 3 CPUs
+			}
+			gs[i].stall = &stall
+		}
 	}
 	var first, second Snapshot
 	for _, x := range gs {
 		if !x.new {
 			first.Readings = append(first.Readings, reading(x.path, x.l, 0, x.s0))
 		}
-		second.Readings = append(second.Readings, reading(x.path, x.l, time.Second, x.s1))
+		r := reading(x.path, x.l, time.Second, x.s1)
+		r.MaxStallNs = x.stall
+		second.Readings = append(second.Readings, r)
 	}
 	first.Total, first.At = 3*n, t0
 	second.Total, second.At = 3*n+4, t0.Add(time.Second)

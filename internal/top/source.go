@@ -1,6 +1,7 @@
 package top
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -16,17 +17,33 @@ type tree interface {
 }
 
 // TreeSource reads the groups of a cgroup tree: those with a CPU quota, or
-// all of them.
+// all of them. Beside the readings, a per-period sampler (the exporter's,
+// monitor.Sampler) follows the limited groups once Run has started it, and
+// each reading carries the longest stall it measured.
 type TreeSource struct {
-	tree tree
-	all  bool
-	now  func() time.Time
+	tree    tree
+	all     bool
+	now     func() time.Time
+	sampler *monitor.Sampler
+	stalls  []monitor.GroupPeriods
 }
 
+// maxSampled is how many groups top's sampler follows at most.
+const maxSampled = 1000
+
 // NewTreeSource reads the tree of root; all: every group, not only those
-// with a quota.
-func NewTreeSource(root *monitor.Root, all bool) *TreeSource {
-	return &TreeSource{tree: root, all: all, now: time.Now}
+// with a quota. cpus is the node's online CPU count.
+func NewTreeSource(root *monitor.Root, all bool, cpus int) *TreeSource {
+	return &TreeSource{tree: root, all: all, now: time.Now, sampler: monitor.NewSampler(monitor.SamplerOptions{
+		MaxGroups: maxSampled, CPUs: cpus, UsageBuckets: []float64{1}, StallBuckets: []float64{1},
+	})}
+}
+
+// Run runs the per-period sampler until ctx is done.
+func (s *TreeSource) Run(ctx context.Context) {
+	if s.sampler != nil {
+		s.sampler.Run(ctx)
+	}
 }
 
 // Read walks the tree once and reads each group's limits and counters.
@@ -41,6 +58,17 @@ func (s *TreeSource) Read() (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	snap := Snapshot{Total: d.Walked, Skipped: len(d.Skipped), Readings: make([]Reading, 0, len(d.Groups))}
+	stall := map[string]*int64{}
+	if s.sampler != nil {
+		s.stalls = s.sampler.Snapshot(s.stalls[:0])
+		for i := range s.stalls {
+			if gp := s.stalls[i]; gp.Stall.Count > 0 || gp.Usage.Count > 0 {
+				v := gp.MaxStallNs
+				stall[gp.Path] = &v
+			}
+		}
+	}
+	var targets []monitor.Target
 	for _, g := range d.Groups {
 		l, err := g.Limits()
 		if err == nil && l.Unlimited() && !s.all {
@@ -57,7 +85,13 @@ func (s *TreeSource) Read() (Snapshot, error) {
 			}
 			continue
 		}
-		snap.Readings = append(snap.Readings, Reading{Path: g.Path, ID: g.ID, Limits: l, Stat: st, UsageUnknown: g.UsageUnknown(), At: at})
+		snap.Readings = append(snap.Readings, Reading{Path: g.Path, ID: g.ID, Limits: l, Stat: st, UsageUnknown: g.UsageUnknown(), At: at, MaxStallNs: stall[g.Path]})
+		if !l.Unlimited() {
+			targets = append(targets, monitor.Target{Group: g, Limits: l})
+		}
+	}
+	if s.sampler != nil {
+		s.sampler.Follow(targets)
 	}
 	snap.At = s.now()
 	return snap, nil
