@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // File is a scenario file as written.
@@ -178,7 +178,7 @@ func Parse(path string, data []byte) (*Suite, error) {
 	return s, nil
 }
 
-// yamlError turns yaml.v3's messages into file:line errors.
+// yamlError turns yaml/v3's messages into file:line errors.
 func yamlError(path string, err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
