@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,10 +18,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden expositions in testdata/golden")
 
 // fixtures are monitor's fixture trees, each a node's cgroup root.
 const fixtures = "../monitor/testdata"
@@ -161,43 +159,9 @@ func TestGolden(t *testing.T) {
 			if _, ok := fams["cfsprobe_scrape_duration_seconds"]; !ok {
 				t.Error("no cfsprobe_scrape_duration_seconds")
 			}
-			got := stable(text)
-			golden := filepath.Join("testdata", "golden", name+".prom")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -run TestGolden -update writes it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("exposition differs from %s (go test -run TestGolden -update rewrites it):\n%s", golden, lineDiff(string(want), got))
-			}
+			golden.Check(t, filepath.Join("testdata", "golden", name+".prom"), []byte(stable(text)))
 		})
 	}
-}
-
-// lineDiff lists the lines only one of a and b has.
-func lineDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	var out []string
-	for _, l := range al {
-		if !slices.Contains(bl, l) {
-			out = append(out, "- "+l)
-		}
-	}
-	for _, l := range bl {
-		if !slices.Contains(al, l) {
-			out = append(out, "+ "+l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // docMetric is a row of a metric table of docs/metrics.md.
