@@ -1,11 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -14,7 +10,6 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/check"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/suite"
-	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 func newSuiteCmd() *cobra.Command {
@@ -44,22 +39,13 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 			out := c.OutOrStdout()
 			switch {
 			case list:
-				all, err := suite.Builtin()
-				if err != nil {
-					return err
-				}
-				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				for _, s := range all {
-					fmt.Fprintf(tw, "%s\t%d scenarios\t%s\n", s.Suite, len(s.Scenarios), s.Source)
-				}
-				return tw.Flush()
+				return suite.WriteList(out)
 			case show != "":
-				b, ok := suite.BuiltinSource(show)
-				if !ok {
-					_, err := suite.Load(show)
+				b, err := suite.BuiltinSource(show)
+				if err != nil {
 					return &exitError{2, err}
 				}
-				_, err := out.Write(b)
+				_, err = out.Write(b)
 				return err
 			}
 			var suites []*suite.Suite
@@ -92,71 +78,29 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 				}
 			}
 			env := suite.Env{CPUs: cgroup.OnlineCPUs("/sys"), Quick: quick}
-			base := lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr}
-			// Validate every scenario of every suite before anything runs.
-			var plans [][]*suite.Step
-			for _, s := range suites {
-				steps, err := s.Steps(env, base)
-				if err != nil {
-					return &exitError{2, err}
-				}
-				plans = append(plans, steps)
+			batch, err := suite.NewBatch(suites, env, lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr})
+			if err != nil {
+				return &exitError{2, err}
 			}
 			if err := checkReportPath(reportPath); err != nil {
 				return err
 			}
 			ctx, sig, stop := signalContext()
 			defer stop()
-			failed := false
-			var all []*trace.Trace
-			title := ""
-			if len(suites) == 1 {
-				title = "cfsprobe suite " + suites[0].Suite
-			}
-			defer func() {
-				if reportPath != "" && len(all) > 0 {
-					_ = saveReport(reportPath, title, all)
+			res, err := batch.Run(ctx, suite.BatchOptions{
+				Out: out, Progress: os.Stderr, Terminal: isTerminal(os.Stderr), OutDir: outDir, JSON: asJSON,
+			})
+			defer func() { // after the messages below
+				if reportPath != "" && len(res.Traces) > 0 {
+					_ = saveReport(reportPath, batch.Title(), res.Traces)
 				}
 			}()
-			for i, s := range suites {
-				fmt.Fprintf(out, "suite %s (%d runs%s): %s\n", s.Suite, len(plans[i]), map[bool]string{true: ", quick", false: ""}[quick], s.Source)
-				dir := ""
-				if outDir != "" {
-					dir = outDir
-					if len(suites) > 1 {
-						dir = outDir + "/" + s.Suite
-					}
-				}
-				prog := &suite.TermProgress{W: os.Stderr, Terminal: isTerminal(os.Stderr)}
-				res, err := s.Run(ctx, plans[i], suite.Options{OutDir: dir, Progress: prog})
-				if res != nil && len(res.Traces) > 0 || res != nil && res.Interrupted {
-					if asJSON {
-						if err := writeJSON(out, res.Traces); err != nil {
-							return err
-						}
-					} else {
-						fmt.Fprintln(out)
-						if err := res.WriteTable(out); err != nil {
-							return err
-						}
-					}
-					if dir != "" {
-						fmt.Fprintf(out, "traces in %s/\n", dir)
-					}
-				}
-				if res != nil {
-					all = append(all, res.Traces...)
-				}
-				if err != nil {
-					return err
-				}
-				if res.Interrupted {
-					return interrupted(sig(), "the run in progress was stopped and its cgroup removed")
-				}
-				failed = failed || res.Verdict() == "fail"
-				fmt.Fprintln(out)
-			}
-			if failed {
+			switch {
+			case err != nil:
+				return err
+			case res.Interrupted:
+				return interrupted(sig(), "the run in progress was stopped and its cgroup removed")
+			case res.Failed:
 				return &exitError{1, nil}
 			}
 			return nil
@@ -177,10 +121,4 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

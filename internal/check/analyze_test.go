@@ -3,7 +3,6 @@ package check
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -123,7 +123,7 @@ func TestAnalyzeFixtures(t *testing.T) {
 					t.Errorf("trailing space: %q", line)
 				}
 			}
-			golden(t, filepath.Join("testdata", "golden", c.dir+".txt"), buf.Bytes())
+			golden.Check(t, filepath.Join("testdata", "golden", c.dir+".txt"), buf.Bytes())
 
 			// The JSON form carries the same verdict and evidence.
 			var back Result
@@ -138,27 +138,6 @@ func TestAnalyzeFixtures(t *testing.T) {
 				t.Errorf("JSON round trip changed the result")
 			}
 		})
-	}
-}
-
-// golden compares got with a golden file, or rewrites it under -update.
-func golden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (go test ./internal/check -update writes it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test ./internal/check -update rewrites it):\n--- got\n%s--- want\n%s", file, got, want)
 	}
 }
 

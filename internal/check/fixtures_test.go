@@ -12,20 +12,17 @@ package check
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
-
-var update = flag.Bool("update", false, "rewrite the synthetic fixtures and the golden files")
 
 const (
 	msNs       = int64(time.Millisecond)
@@ -537,24 +534,9 @@ func TestFixtures(t *testing.T) {
 			t.Fatal(err)
 		}
 		file := filepath.Join("testdata", path)
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatalf("%v (go test ./internal/check -run TestFixtures -update writes it)", err)
-		}
-		if !bytes.Equal(got, buf.Bytes()) {
-			t.Errorf("%s differs from what the generator makes: go test ./internal/check -run TestFixtures -update", file)
-		}
+		golden.Check(t, file, buf.Bytes())
 		// Every fixture is a valid trace whose timeline matches the counters.
-		back, err := trace.Read(bytes.NewReader(got))
+		back, err := trace.Read(bytes.NewReader(buf.Bytes()))
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}

@@ -3,14 +3,13 @@ package cpuview
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+	"github.com/cfsprobe/cfsprobe/internal/golden"
+)
 
 // viewCases are the fixture trees under testdata/<name>: proc/<pid>/
 // {mountinfo,cgroup,status}, the cgroup files and
@@ -103,7 +102,7 @@ func TestResolveFixtures(t *testing.T) {
 				t.Error("recommendation without a reason")
 			}
 			checkWarnings(t, v.Warnings, tc.warnings)
-			golden(t, v)
+			checkGolden(t, v)
 		})
 	}
 }
@@ -167,9 +166,9 @@ func checkWarnings(t *testing.T, got, want []string) {
 	}
 }
 
-// golden compares the JSON and the text of a view with
+// checkGolden compares the JSON and the text of a view with
 // testdata/golden/<test>.{json,txt}; -update rewrites them.
-func golden(t *testing.T, v *View) {
+func checkGolden(t *testing.T, v *View) {
 	t.Helper()
 	var j, txt bytes.Buffer
 	if err := v.Write(&j); err != nil {
@@ -179,25 +178,8 @@ func golden(t *testing.T, v *View) {
 		t.Fatal(err)
 	}
 	base := filepath.Join("testdata", "golden", strings.ReplaceAll(t.Name(), "/", "_"))
-	for ext, got := range map[string][]byte{".json": j.Bytes(), ".txt": txt.Bytes()} {
-		p := base + ext
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatalf("%v (run go test -update to create it)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", p, got, want)
-		}
-	}
+	golden.Check(t, base+".json", j.Bytes())
+	golden.Check(t, base+".txt", txt.Bytes())
 }
 
 // --cgroup takes a cgroup path or a directory under the mount, with or

@@ -5,10 +5,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"flag"
+	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -17,14 +16,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden expositions in testdata/golden")
 
 // fixtures are monitor's fixture trees, each a node's cgroup root.
 const fixtures = "../monitor/testdata"
@@ -93,7 +94,7 @@ func fixtureRegistry(t *testing.T, name string, all bool) *Exporter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := New(Options{Root: r, All: all, Host: testHost, Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true})
+	e := newPedantic(Options{Root: r, All: all, Host: testHost, Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true})
 	if err := e.Rescan(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,16 +106,69 @@ func fixtureRegistry(t *testing.T, name string, all bool) *Exporter {
 	return e
 }
 
-// scrape gets /metrics from h as Prometheus does, checks that it parses,
-// and returns the text and the families.
-func scrape(t testing.TB, h http.Handler, accept string) (string, map[string]*dto.MetricFamily) {
+// newPedantic is New with a pedantic registry: every exporter of the
+// tests gathers through one.
+func newPedantic(opts Options) *Exporter {
+	return newExporter(opts, prometheus.NewPedanticRegistry())
+}
+
+// lint gathers e's metrics, which the pedantic registry checks against
+// their descriptions, and fails the test on an error or on anything
+// promlint finds.
+func lint(t testing.TB, e *Exporter) {
 	t.Helper()
+	if err := lintProblems(e.reg); err != nil {
+		t.Error(err)
+	}
+}
+
+// lintProblems gathers g and lints the families; nil if all is well.
+func lintProblems(g prometheus.Gatherer) error {
+	problems, err := testutil.GatherAndLint(g)
+	if err != nil {
+		return err
+	}
+	return problemsError(problems)
+}
+
+// problemsError lists promlint's problems; nil when there are none.
+func problemsError(problems []promlint.Problem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, p := range problems {
+		fmt.Fprintf(&b, "\n%s: %s", p.Metric, p.Text)
+	}
+	return fmt.Errorf("promlint:%s", b.String())
+}
+
+// lintText fails the test on anything promlint finds in a text
+// exposition, as Prometheus' promtool check metrics would.
+func lintText(t testing.TB, text string) {
+	t.Helper()
+	problems, err := promlint.New(strings.NewReader(text)).Lint()
+	if err == nil {
+		err = problemsError(problems)
+	}
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// scrape gets /metrics from e as Prometheus does, after gathering and
+// linting its metrics (lint), and returns the text and, for the text
+// format (no accept), the families, after checking that it parses and
+// linting it.
+func scrape(t testing.TB, e *Exporter, accept string) (string, map[string]*dto.MetricFamily) {
+	t.Helper()
+	lint(t, e)
 	req := httptest.NewRequest("GET", "/metrics", nil)
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	e.Handler().ServeHTTP(rec, req)
 	if rec.Code != 200 {
 		t.Fatalf("GET /metrics: %d %s", rec.Code, rec.Body)
 	}
@@ -127,7 +181,36 @@ func scrape(t testing.TB, h http.Handler, accept string) (string, map[string]*dt
 	if err != nil {
 		t.Fatalf("exposition does not parse: %v\n%s", err, body)
 	}
+	lintText(t, body)
 	return body, fams
+}
+
+// The lint helpers fail on what promlint and the pedantic registry
+// reject: a counter without _total, a unit not in base units, a metric
+// that does not match its description.
+func TestLintCatches(t *testing.T) {
+	bad := prometheus.NewPedanticRegistry()
+	bad.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "cfsprobe_scrapes", Help: "Scrapes."}))
+	bad.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "cfsprobe_stall_milliseconds", Help: "Stall."}))
+	err := lintProblems(bad)
+	if err == nil || !strings.Contains(err.Error(), "cfsprobe_scrapes: counter metrics should have \"_total\" suffix") ||
+		!strings.Contains(err.Error(), "cfsprobe_stall_milliseconds: use base unit \"seconds\" instead of \"milliseconds\"") {
+		t.Errorf("lint of bad metrics: %v", err)
+	}
+
+	inconsistent := prometheus.NewPedanticRegistry()
+	inconsistent.MustRegister(undescribed{prometheus.NewDesc("cfsprobe_a", "A.", nil, nil)})
+	if err := lintProblems(inconsistent); err == nil || !strings.Contains(err.Error(), "cfsprobe_b") {
+		t.Errorf("lint of a collector that sends an undescribed metric: %v", err)
+	}
+}
+
+// undescribed describes one metric and collects another.
+type undescribed struct{ d *prometheus.Desc }
+
+func (u undescribed) Describe(ch chan<- *prometheus.Desc) { ch <- u.d }
+func (u undescribed) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("cfsprobe_b", "B.", nil, nil), prometheus.GaugeValue, 1)
 }
 
 // volatile are the families whose values change from scrape to scrape.
@@ -160,47 +243,13 @@ func TestGolden(t *testing.T) {
 	for _, name := range fixtureNames(t) {
 		t.Run(name, func(t *testing.T) {
 			e := fixtureRegistry(t, name, false)
-			text, fams := scrape(t, e.Handler(), "")
+			text, fams := scrape(t, e, "")
 			if _, ok := fams["cfsprobe_scrape_duration_seconds"]; !ok {
 				t.Error("no cfsprobe_scrape_duration_seconds")
 			}
-			got := stable(text)
-			golden := filepath.Join("testdata", "golden", name+".prom")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -run TestGolden -update writes it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("exposition differs from %s (go test -run TestGolden -update rewrites it):\n%s", golden, lineDiff(string(want), got))
-			}
+			golden.Check(t, filepath.Join("testdata", "golden", name+".prom"), []byte(stable(text)))
 		})
 	}
-}
-
-// lineDiff lists the lines only one of a and b has.
-func lineDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	var out []string
-	for _, l := range al {
-		if !slices.Contains(bl, l) {
-			out = append(out, "- "+l)
-		}
-	}
-	for _, l := range bl {
-		if !slices.Contains(al, l) {
-			out = append(out, "+ "+l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // docMetric is a row of a metric table of docs/metrics.md.
@@ -250,8 +299,8 @@ func readDoc(t *testing.T) (map[string]docMetric, map[string][]string) {
 func TestMatchesMetricsDoc(t *testing.T) {
 	doc, docBuckets := readDoc(t)
 	e := fixtureRegistry(t, "k8s-systemd-v2-containerd", false)
-	_, fams := scrape(t, e.Handler(), "")
-	_, unknown := scrape(t, fixtureRegistry(t, "cpu-only-v1-apart", false).Handler(), "")
+	_, fams := scrape(t, e, "")
+	_, unknown := scrape(t, fixtureRegistry(t, "cpu-only-v1-apart", false), "")
 	for name, f := range unknown {
 		if _, ok := fams[name]; !ok {
 			fams[name] = f
@@ -304,7 +353,7 @@ func TestMatchesMetricsDoc(t *testing.T) {
 // info, without settings or per-period figures.
 func TestBurstlessAndAll(t *testing.T) {
 	e := fixtureRegistry(t, "k8s-cgroupfs-v1-docker", false)
-	_, fams := scrape(t, e.Handler(), "")
+	_, fams := scrape(t, e, "")
 	for _, name := range []string{"cfsprobe_cpu_burst_limit_seconds", "cfsprobe_cpu_bursts_total", "cfsprobe_cpu_burst_seconds_total"} {
 		if _, ok := fams[name]; ok {
 			t.Errorf("%s exposed for a kernel without burst", name)
@@ -313,7 +362,7 @@ func TestBurstlessAndAll(t *testing.T) {
 	limited := len(fams["cfsprobe_cgroup_info"].GetMetric())
 
 	e = fixtureRegistry(t, "k8s-cgroupfs-v1-docker", true)
-	_, fams = scrape(t, e.Handler(), "")
+	_, fams = scrape(t, e, "")
 	if n := len(fams["cfsprobe_cgroup_info"].GetMetric()); n <= limited || n != len(fams["cfsprobe_cpu_usage_seconds_total"].GetMetric()) {
 		t.Errorf("--all: %d info series (%d without), %d usage series", n, limited, len(fams["cfsprobe_cpu_usage_seconds_total"].GetMetric()))
 	}
@@ -332,11 +381,11 @@ func TestUsageUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, all := range []bool{false, true} {
-		e := New(Options{Root: r, All: all, SamplerMaxGroups: 10, Host: testHost, Version: "v0-test", NoRuntimeMetrics: true})
+		e := newPedantic(Options{Root: r, All: all, SamplerMaxGroups: 10, Host: testHost, Version: "v0-test", NoRuntimeMetrics: true})
 		if err := e.Rescan(); err != nil {
 			t.Fatal(err)
 		}
-		_, fams := scrape(t, e.Handler(), "")
+		_, fams := scrape(t, e, "")
 		e.scanner.Close()
 		// The sampler's files close when it stops running: at once.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -411,7 +460,7 @@ func TestEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := New(Options{Root: r, Host: testHost, Version: "v0-test"})
+	e := newPedantic(Options{Root: r, Host: testHost, Version: "v0-test"})
 	t.Cleanup(e.scanner.Close)
 	h := e.Handler()
 	get := func(path string) (int, string) {
@@ -431,13 +480,13 @@ func TestEndpoints(t *testing.T) {
 	if code, _ := get("/readyz"); code != 200 {
 		t.Errorf("/readyz after a walk: %d", code)
 	}
-	_, fams := scrape(t, h, "")
+	_, fams := scrape(t, e, "")
 	for _, name := range []string{"process_cpu_seconds_total", "process_resident_memory_bytes", "go_goroutines"} {
 		if _, ok := fams[name]; !ok {
 			t.Errorf("%s not exposed", name)
 		}
 	}
-	om, _ := scrape(t, h, "application/openmetrics-text; version=1.0.0")
+	om, _ := scrape(t, e, "application/openmetrics-text; version=1.0.0")
 	if !strings.HasSuffix(om, "# EOF\n") || !strings.Contains(om, "cfsprobe_cpu_throttled_periods_total{") {
 		t.Errorf("OpenMetrics exposition without # EOF or counters:\n%.500s", om)
 	}
@@ -452,14 +501,14 @@ func TestEndpoints(t *testing.T) {
 	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, dir) {
 		t.Errorf("/readyz after a failed walk: %d %q, want 503 naming %s", code, body, dir)
 	}
-	scrape(t, h, "")
+	scrape(t, e, "")
 }
 
 // /metrics is gzipped for clients that ask, as Prometheus does, and
 // plain for others.
 func TestGzip(t *testing.T) {
 	e := fixtureRegistry(t, "k8s-systemd-v2-containerd", false)
-	plain, _ := scrape(t, e.Handler(), "")
+	plain, _ := scrape(t, e, "")
 	for _, tc := range []struct {
 		accept string
 		gzip   bool

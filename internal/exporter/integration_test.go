@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -174,19 +176,30 @@ func serve(t testing.TB, e *Exporter) string {
 	return "http://" + ln.Addr().String()
 }
 
-// get scrapes url/metrics and parses it.
+// get scrapes url/metrics, parses it and lints it.
 func get(url string) (map[string]*dto.MetricFamily, error) {
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
 	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
 		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(resp.Body)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	problems, err := promlint.New(bytes.NewReader(b)).Lint()
+	if err == nil {
+		err = problemsError(problems)
+	}
+	return fams, err
 }
 
 // series finds the metric of family name with cgroup path.
@@ -222,7 +235,7 @@ func TestRealThrottledGroup(t *testing.T) {
 	if err := rt.enter("q20", busy.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
-	e := New(Options{Root: rt.root, ScanInterval: 200 * time.Millisecond, SamplerMaxGroups: 100, Host: ReadHost("/proc", "/sys"), Version: "test"})
+	e := newPedantic(Options{Root: rt.root, ScanInterval: 200 * time.Millisecond, SamplerMaxGroups: 100, Host: ReadHost("/proc", "/sys"), Version: "test"})
 	url := serve(t, e)
 	time.Sleep(5 * time.Second)
 
@@ -240,6 +253,7 @@ func TestRealThrottledGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lint(t, e)
 	value := func(name string) float64 {
 		m := series(fams, name, path)
 		if m == nil {
@@ -334,7 +348,7 @@ func TestRealChurn(t *testing.T) {
 		t.Skip("creates 10,000 cgroups")
 	}
 	rt := newRealTree(t, "churn")
-	e := New(Options{Root: rt.root, ScanInterval: 20 * time.Millisecond, SamplerMaxGroups: 100, Host: ReadHost("/proc", "/sys"), Version: "test"})
+	e := newPedantic(Options{Root: rt.root, ScanInterval: 20 * time.Millisecond, SamplerMaxGroups: 100, Host: ReadHost("/proc", "/sys"), Version: "test"})
 	url := serve(t, e)
 	if _, err := get(url); err != nil {
 		t.Fatal(err)
@@ -387,6 +401,7 @@ func TestRealChurn(t *testing.T) {
 		if err := e.Rescan(); err != nil {
 			t.Fatal(err)
 		}
+		lint(t, e)
 		e.mu.Lock() // and no walk meanwhile
 		defer e.mu.Unlock()
 		// The least of three readings: what a sampling pass or a

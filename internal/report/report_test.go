@@ -2,18 +2,14 @@ package report
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // The fixtures are real runs on a 2-CPU machine with cgroup v1 (see
 // testdata/README.md): the four runs of a bursty-limits suite, with
@@ -48,45 +44,11 @@ func loadFiles(t testing.TB, paths ...string) []Named {
 	return out
 }
 
-// golden compares got with testdata/golden/name, or rewrites it under
-// -update.
-func golden(t *testing.T, name string, got []byte) {
+// checkGolden compares got with testdata/golden/name (-update rewrites
+// it).
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, firstDiff(string(want), string(got)))
-	}
-}
-
-// firstDiff shows the first line that differs.
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(wl), len(gl)); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return "line " + strconv.Itoa(i+1) + ":\nwant: " + w + "\ngot:  " + g
-		}
-	}
-	return "(same lines, different bytes)"
+	golden.Check(t, filepath.Join("testdata", "golden", name), got)
 }
 
 // goldenCases are the sets of runs every format is checked on.
@@ -105,7 +67,7 @@ func TestMarkdownGolden(t *testing.T) {
 			if err := Markdown(&b, "", runs); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".md", b.Bytes())
+			checkGolden(t, name+".md", b.Bytes())
 		})
 	}
 }
@@ -117,7 +79,7 @@ func TestJSONGolden(t *testing.T) {
 			if err := JSON(&b, runs); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".json", b.Bytes())
+			checkGolden(t, name+".json", b.Bytes())
 		})
 	}
 }
@@ -129,7 +91,7 @@ func TestTextGolden(t *testing.T) {
 			if err := Text(&b, runs); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".txt", b.Bytes())
+			checkGolden(t, name+".txt", b.Bytes())
 		})
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // File is a scenario file as written.
@@ -178,7 +178,7 @@ func Parse(path string, data []byte) (*Suite, error) {
 	return s, nil
 }
 
-// yamlError turns yaml.v3's messages into file:line errors.
+// yamlError turns yaml/v3's messages into file:line errors.
 func yamlError(path string, err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
@@ -371,22 +371,26 @@ func Builtin() ([]*Suite, error) {
 	return out, nil
 }
 
-// BuiltinSource returns the YAML of a built-in suite, as shipped.
-func BuiltinSource(name string) ([]byte, bool) {
+// BuiltinSource returns the YAML of a built-in suite, as shipped; for a
+// name that is none, an error naming those there are.
+func BuiltinSource(name string) ([]byte, error) {
 	b, err := builtin.ReadFile("suites/" + name + ".yaml")
-	return b, err == nil
-}
-
-// Load finds a built-in suite by name.
-func Load(name string) (*Suite, error) {
-	b, ok := BuiltinSource(name)
-	if !ok {
+	if err != nil {
 		all, _ := Builtin()
 		var names []string
 		for _, s := range all {
 			names = append(names, s.Suite)
 		}
 		return nil, fmt.Errorf("no built-in suite %q: use one of %s, or -f FILE", name, strings.Join(names, ", "))
+	}
+	return b, nil
+}
+
+// Load finds a built-in suite by name.
+func Load(name string) (*Suite, error) {
+	b, err := BuiltinSource(name)
+	if err != nil {
+		return nil, err
 	}
 	return Parse("builtin:"+name, b)
 }

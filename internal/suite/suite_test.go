@@ -73,9 +73,9 @@ func TestBuiltinSuites(t *testing.T) {
 	var names []string
 	for _, s := range all {
 		names = append(names, s.Suite)
-		src, ok := BuiltinSource(s.Suite)
-		if !ok {
-			t.Fatalf("no source for %s", s.Suite)
+		src, err := BuiltinSource(s.Suite)
+		if err != nil {
+			t.Fatalf("no source for %s: %v", s.Suite, err)
 		}
 		p := filepath.Join(t.TempDir(), s.Suite+".yaml")
 		if err := os.WriteFile(p, src, 0o644); err != nil {

@@ -2,9 +2,7 @@ package top
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,10 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/golden")
 
 var testHost = trace.Host{Hostname: "node-7", Kernel: "6.1.0-31-amd64", CgroupMode: "v1", CPUController: 1, CPUs: 32}
 
@@ -126,27 +123,6 @@ func frameText(lines []Line) string {
 	return b.String()
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s--- want\n%s", p, got, want)
-	}
-}
-
 // 500 groups on a 120x40 terminal: the first screen sorted by throttled,
 // and the last one sorted by name after End.
 func TestFrameGolden500Rows(t *testing.T) {
@@ -178,7 +154,7 @@ func TestFrameGolden500Rows(t *testing.T) {
 			if tc.view.Offset > 0 && off != 500-37 {
 				t.Errorf("offset %d after End, want %d", off, 500-37)
 			}
-			golden(t, tc.name, frameText(lines))
+			golden.Check(t, filepath.Join("testdata", "golden", tc.name), []byte(frameText(lines)))
 		})
 	}
 }

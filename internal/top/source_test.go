@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 )
 
@@ -251,10 +252,10 @@ func TestTreeSourceUsageUnknown(t *testing.T) {
 	if err := WriteTable(&b, HeaderOf(m, Options{Interval: time.Second, Host: testHost}), rows, 0, SortThrottled, false); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "cpu-only-v1-apart.txt", b.String())
+	golden.Check(t, filepath.Join("testdata", "golden", "cpu-only-v1-apart.txt"), b.Bytes())
 	b.Reset()
 	if err := WriteJSON(&b, rows); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "cpu-only-v1-apart.json", b.String())
+	golden.Check(t, filepath.Join("testdata", "golden", "cpu-only-v1-apart.json"), b.Bytes())
 }

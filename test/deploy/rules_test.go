@@ -2,9 +2,7 @@ package deploy
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -15,9 +13,9 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-var update = flag.Bool("update", false, "regenerate deploy/prometheus/prometheusrule.yaml from rules.yaml")
+	"github.com/cfsprobe/cfsprobe/internal/golden"
+)
 
 const (
 	rulesFile     = "deploy/prometheus/rules.yaml"
@@ -96,15 +94,7 @@ func TestPrometheusRuleMatchesRulesFile(t *testing.T) {
 		}
 		want.WriteString(l)
 	}
-	if *update {
-		if err := os.WriteFile(repoPath(ruleCRFile), want.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cr = want.Bytes()
-	}
-	if !bytes.Equal(cr, want.Bytes()) {
-		t.Errorf("%s is not %s's groups under spec: (regenerate: go test ./test/deploy -run %s -update)", ruleCRFile, rulesFile, t.Name())
-	}
+	golden.Check(t, repoPath(ruleCRFile), want.Bytes())
 
 	docs := splitYAML(t, ruleCRFile)
 	if len(docs) != 1 {
