@@ -195,10 +195,19 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	// (a, b] came after it. It stood still at a when its usage did not
 	// grow from the reading before a (in the same period), or when the
 	// throttled time says it stood still for longer than from a to the
-	// boundary (on at least one CPU: at least dtt/cpus).
+	// boundary: dtt divided by the CPUs it stood still on, which are
+	// about (usage + dtt) / period (see finish), counted high.
 	uEnd := t.usageAt(end)
 	if dp == 1 && dthr > 0 {
-		still := dtt > 0 && t.cpus > 0 && dtt/int64(t.cpus) > end-a.T
+		us := t.usageAt(end - t.period)
+		if t.haveEnd && (end-t.period-t.lastEnd)*2 < t.period && (t.lastEnd-end+t.period)*2 < t.period {
+			us = t.lastEndUsage
+		}
+		c := max(math.Round(float64(uEnd-us+dtt)/float64(t.period)), 1)
+		if t.cpus > 0 {
+			c = min(c, float64(t.cpus))
+		}
+		still := dtt > 0 && float64(dtt)/c > float64(end-a.T)
 		if t.n >= 3 {
 			ap := t.at(t.n - 3)
 			still = still || ap.UsageNs == a.UsageNs && a.T-ap.T < t.period/2 && ap.NrPeriods == a.NrPeriods
