@@ -304,7 +304,8 @@ func (t *Tracker) gridAtOrBefore(x int64) int64 {
 // stood still, each from when the group stopped running to the period's
 // end. The readings place the stop within the last interval (x, y] in
 // which the usage grew, so the CPUs lie between throttled/(end-x) and
-// throttled/(end-y); among the whole numbers there, the one nearest
+// throttled/(end-y) (when the readings there are close: at most a fifth
+// of a period apart); among the whole numbers there, the one nearest
 // (usage + throttled) / period, which is exact for a group whose threads
 // were runnable all period, is taken (at least 1, at most the node's
 // CPUs). The stall is the throttled time divided by them, at most the
@@ -320,7 +321,7 @@ func (t *Tracker) finish(p Period) Period {
 		if t.cpus > 0 {
 			hi = float64(t.cpus)
 		}
-		if x, y := p.stop.x, p.stop.y; y > x && p.EndNs > y {
+		if x, y := p.stop.x, p.stop.y; y > x && y-x <= t.period/5 && p.EndNs > y {
 			lo = max(lo, float64(p.ThrottledNs)/float64(p.EndNs-x))
 			hi = min(hi, float64(p.ThrottledNs)/float64(p.EndNs-y))
 		}
