@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 const ms = int64(time.Millisecond)
@@ -118,11 +120,11 @@ func TestLabParallelAtQuota(t *testing.T) {
 // it into the binary); a binary without it is a failure in CI.
 func needEngine(t *testing.T, tr traceT) {
 	t.Helper()
-	if tr == nil || tr.Spec.Params["engine"] == "c" {
+	if tr == nil || tr.Spec.Params != nil && tr.Spec.Params.Engine == trace.EngineC {
 		return
 	}
 	if requireTools() {
-		t.Errorf("%s ran with engine %v, want c: build cfsprobe with make (it embeds native/engine)", tr.Spec.Workload, tr.Spec.Params["engine"])
+		t.Errorf("%s ran with params %+v, want engine c: build cfsprobe with make (it embeds native/engine)", tr.Spec.Workload, tr.Spec.Params)
 	}
 }
 

@@ -16,194 +16,10 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"time"
 
-	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
-
-// Schema is the value of Result.Schema.
-const Schema = "cfsprobe.check/v1"
-
-// Verdicts.
-const (
-	Affected     = "affected"
-	NotAffected  = "not affected"
-	Inconclusive = "inconclusive"
-)
-
-// Thresholds are the analysis's parameters. DefaultThresholds are the
-// ones cfsprobe check uses; docs/check.md explains them.
-type Thresholds struct {
-	// UnderQuota: a throttled period is "under quota" when the group used
-	// less than this share of the quota in it.
-	UnderQuota float64 `json:"under_quota"`
-	// An operation is slow when it took at least SlowFactor times its
-	// expected time and at least SlowMinNs.
-	SlowFactor float64 `json:"slow_factor"`
-	SlowMinNs  int64   `json:"slow_min_ns"`
-	// MinPeriods is how many judged periods a verdict needs.
-	MinPeriods int64 `json:"min_periods"`
-	// Affected needs at least MinUnderQuota throttled periods under quota,
-	// at least MinUnderQuotaShare of the judged periods, and, where
-	// operations were timed, at least MinCorroborating slow operations in
-	// those periods.
-	MinUnderQuota      int64   `json:"min_under_quota"`
-	MinUnderQuotaShare float64 `json:"min_under_quota_share"`
-	MinCorroborating   int64   `json:"min_corroborating"`
-	// MaxNoiseShare: when more than this share of the operations were slow
-	// outside any throttled period, something else (another busy process)
-	// slowed them, and the runs are too noisy to clear the kernel.
-	MaxNoiseShare float64 `json:"max_noise_share"`
-}
-
-// DefaultThresholds returns the thresholds of cfsprobe check.
-func DefaultThresholds() Thresholds {
-	return Thresholds{
-		UnderQuota: 0.5,
-		SlowFactor: 2, SlowMinNs: int64(20 * time.Millisecond),
-		MinPeriods:    30,
-		MinUnderQuota: 3, MinUnderQuotaShare: 0.02, MinCorroborating: 2,
-		MaxNoiseShare: 0.05,
-	}
-}
-
-// Result is the check's answer with its evidence. It is JSON
-// (cfsprobe check --json) and holds no trace: the traces it was computed
-// from are kept beside it (Check.Run, --out).
-type Result struct {
-	Schema  string `json:"schema"`
-	Verdict string `json:"verdict"`
-	// Headline is the verdict in a sentence; Summary the numbers behind it.
-	Headline string `json:"headline"`
-	Summary  string `json:"summary"`
-	// Reasons say how the verdict was reached.
-	Reasons  []string   `json:"reasons"`
-	Evidence Evidence   `json:"evidence"`
-	Runs     []Run      `json:"runs"`
-	Host     trace.Host `json:"host"`
-	Kernel   Kernel     `json:"kernel"`
-	// Advice says what to do.
-	Advice []string `json:"advice"`
-	// Notes are what a reader should also know (version against test,
-	// runs left out).
-	Notes      []string   `json:"notes,omitempty"`
-	Thresholds Thresholds `json:"thresholds"`
-	// WallNs is how long a live check took (0 when traces were re-read).
-	WallNs int64 `json:"wall_ns,omitempty"`
-}
-
-// ExitCode is the exit status cfsprobe check gives the verdict: 0 not
-// affected, 1 affected, 3 inconclusive (2 is left to errors).
-func (r *Result) ExitCode() int {
-	switch r.Verdict {
-	case NotAffected:
-		return 0
-	case Affected:
-		return 1
-	default:
-		return 3
-	}
-}
-
-// Evidence sums the judged runs.
-type Evidence struct {
-	// Runs is how many runs were judged (limited, complete, consistent).
-	Runs int `json:"runs"`
-	// PeriodsObserved counts the enforcement periods of the judged runs;
-	// PeriodsJudged leaves out each run's warm-up.
-	PeriodsObserved int64 `json:"periods_observed"`
-	PeriodsJudged   int64 `json:"periods_judged"`
-	// Throttled counts judged periods the kernel throttled;
-	// ThrottledUnderQuota those in which the group used less than
-	// Thresholds.UnderQuota of its quota.
-	Throttled           int64 `json:"throttled"`
-	ThrottledUnderQuota int64 `json:"throttled_under_quota"`
-	// UsageOfQuota is CPU used per judged period over the quota (mean).
-	UsageOfQuota float64 `json:"usage_of_quota"`
-	// MaxUsageOfQuotaThrottledUnder is the most any throttled-under-quota
-	// period used, as a share of the quota (0 without such periods).
-	MaxUsageOfQuotaThrottledUnder float64 `json:"max_usage_of_quota_throttled_under"`
-	// Operations (burns, bursts, events) timed, without each thread's
-	// first (warm-up).
-	Ops int64 `json:"ops"`
-	// SlowOps took at least SlowFactor x their expected time and
-	// SlowMinNs; SlowOpsThrottledUnder overlap a throttled-under-quota
-	// period; SlowOpsUnexplained overlap no throttled period at all.
-	SlowOps               int64 `json:"slow_ops"`
-	SlowOpsThrottledUnder int64 `json:"slow_ops_throttled_under"`
-	SlowOpsUnexplained    int64 `json:"slow_ops_unexplained"`
-	// Worst is the slowest operation, P99 the run with the highest p99
-	// relative to its expected time.
-	Worst *OpRef `json:"worst,omitempty"`
-	P99   *OpRef `json:"p99,omitempty"`
-}
-
-// OpRef is one latency figure and where it comes from.
-type OpRef struct {
-	Run        string `json:"run"`
-	Op         string `json:"op"`
-	WallNs     int64  `json:"wall_ns"`
-	ExpectedNs int64  `json:"expected_ns"`
-}
-
-// Run is the evidence of one trace.
-type Run struct {
-	// Name is the scenario's name, or the workload's.
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	// Source is the file the trace was read from, if any.
-	Source   string `json:"source,omitempty"`
-	Workload string `json:"workload"`
-	Threads  int    `json:"threads"`
-	PeriodUs int64  `json:"period_us"`
-	QuotaUs  int64  `json:"quota_us"` // 0 when unlimited
-	WallNs   int64  `json:"wall_ns"`
-	// Judged is false when the run could not be judged; Skipped says why.
-	Judged  bool   `json:"judged"`
-	Skipped string `json:"skipped,omitempty"`
-	// WarmupNs: periods that start before this time, and each thread's
-	// first operation, are not judged.
-	WarmupNs            int64   `json:"warmup_ns"`
-	Periods             int64   `json:"periods"`
-	PeriodsJudged       int64   `json:"periods_judged"`
-	Throttled           int64   `json:"throttled"`
-	ThrottledUnderQuota int64   `json:"throttled_under_quota"`
-	UsageNs             int64   `json:"usage_ns"` // in judged periods
-	UsageOfQuota        float64 `json:"usage_of_quota"`
-	// Op names an operation; ExpectedOpNs is its expected wall time.
-	Op                    string `json:"op,omitempty"`
-	ExpectedOpNs          int64  `json:"expected_op_ns,omitempty"`
-	Ops                   int64  `json:"ops"`
-	SlowOps               int64  `json:"slow_ops"`
-	SlowOpsThrottledUnder int64  `json:"slow_ops_throttled_under"`
-	SlowOpsUnexplained    int64  `json:"slow_ops_unexplained"`
-	P50OpNs               int64  `json:"p50_op_ns,omitempty"`
-	P99OpNs               int64  `json:"p99_op_ns,omitempty"`
-	MaxOpNs               int64  `json:"max_op_ns,omitempty"`
-	// MaxUsageOfQuotaThrottledUnder is the most any throttled-under-quota
-	// period of the run used, as a share of the quota (over all of them,
-	// not only the Incidents listed).
-	MaxUsageOfQuotaThrottledUnder float64 `json:"max_usage_of_quota_throttled_under,omitempty"`
-	// Incidents are the throttled-under-quota periods (the first
-	// MaxIncidents of them).
-	Incidents []Incident `json:"incidents,omitempty"`
-}
-
-// MaxIncidents is how many incidents a Run lists.
-const MaxIncidents = 20
-
-// Incident is a period the kernel throttled although the group used less
-// than Thresholds.UnderQuota of its quota in it.
-type Incident struct {
-	StartNs     int64 `json:"start_ns"`
-	EndNs       int64 `json:"end_ns"`
-	UsageNs     int64 `json:"usage_ns"`
-	ThrottledNs int64 `json:"throttled_ns"`
-	// SlowOps overlapping the period, and the slowest of them.
-	SlowOps   int64 `json:"slow_ops"`
-	WorstOpNs int64 `json:"worst_op_ns,omitempty"`
-}
 
 // Analyze judges traces with the default thresholds. host is the machine
 // the verdict is about (the traces' own host facts are not compared).
@@ -271,125 +87,16 @@ func hasSamples(t *trace.Trace) bool {
 	return t.Latency != nil && len(t.Latency.Samples) > 0 && int64(len(t.Latency.Samples)) == t.Latency.Count
 }
 
-// decide turns the evidence into a verdict and its reasons. Slow
-// operations must confirm the kernel's counters, except for the
-// throttled-under-quota periods of runs that timed no operation one by one
-// (untimedUnder: external commands, histogram-only traces).
-func decide(ev Evidence, th Thresholds, untimedUnder int64) (string, []string) {
-	var reasons []string
-	if ev.Runs == 0 {
-		return Inconclusive, []string{"no run could be judged: a judged run has a quota, ended normally and passed its consistency checks"}
-	}
-	u, n := ev.ThrottledUnderQuota, ev.PeriodsJudged
-	share := 0.0
-	if n > 0 {
-		share = float64(u) / float64(n)
-	}
-	enough := u >= th.MinUnderQuota && share >= th.MinUnderQuotaShare
-	timed := untimedUnder < th.MinUnderQuota
-	confirmed := !timed || ev.SlowOpsThrottledUnder >= th.MinCorroborating
-	pct := func(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
-	if enough && confirmed {
-		reasons = append(reasons, fmt.Sprintf("%d of %d judged periods (%s) were throttled although the group used under %s of its quota in them (threshold: %d and %s)",
-			u, n, pct(share), pct(th.UnderQuota), th.MinUnderQuota, pct(th.MinUnderQuotaShare)))
-		if timed {
-			reasons = append(reasons, fmt.Sprintf("%d operations that overlap those periods took at least %gx their expected time and %s (threshold: %d)",
-				ev.SlowOpsThrottledUnder, th.SlowFactor, report.Dur(th.SlowMinNs), th.MinCorroborating))
-		} else {
-			reasons = append(reasons, "the runs with those periods timed no operations (external commands): the kernel's counters alone decide")
-		}
-		return Affected, reasons
-	}
-	if n < th.MinPeriods {
-		return Inconclusive, []string{fmt.Sprintf("only %d periods could be judged, %d are needed: the runs were too short or the group was idle (run the full check, or give more traces)", n, th.MinPeriods)}
-	}
-	if enough {
-		return Inconclusive, []string{fmt.Sprintf("%d of %d periods were throttled under %s of the quota, but only %d operations in them were slow (%d needed to confirm): the counters and the latencies disagree",
-			u, n, pct(th.UnderQuota), ev.SlowOpsThrottledUnder, th.MinCorroborating)}
-	}
-	if u >= th.MinUnderQuota {
-		return Inconclusive, []string{fmt.Sprintf("%d of %d periods (%s) were throttled under %s of the quota: too few to call the kernel affected (%s needed), too many to clear it; heavy load from other processes can do this (rerun on a quieter machine)",
-			u, n, pct(share), pct(th.UnderQuota), pct(th.MinUnderQuotaShare))}
-	}
-	if ev.Ops > 0 && float64(ev.SlowOpsUnexplained) > th.MaxNoiseShare*float64(ev.Ops) {
-		return Inconclusive, []string{fmt.Sprintf("%d of %d operations were slow without any throttling (more than %s): something else competed for the CPUs, so a clean result cannot be trusted (rerun on a quieter machine)",
-			ev.SlowOpsUnexplained, ev.Ops, pct(th.MaxNoiseShare))}
-	}
-	reasons = append(reasons, fmt.Sprintf("%d periods judged, %d throttled under %s of the quota (not affected needs fewer than %d; affected needs %d and %s, confirmed by slow operations)",
-		n, u, pct(th.UnderQuota), th.MinUnderQuota, th.MinUnderQuota, pct(th.MinUnderQuotaShare)))
-	switch {
-	case ev.Ops > 0 && ev.SlowOps == 0:
-		reasons = append(reasons, fmt.Sprintf("none of %d operations was slow (%gx its expected time and %s)", ev.Ops, th.SlowFactor, report.Dur(th.SlowMinNs)))
-	case ev.Ops > 0:
-		reasons = append(reasons, fmt.Sprintf("%d of %d operations were slow, %d of them in a throttled-under-quota period and %d in no throttled period at all (other processes delaying them; a run is too noisy above %s)",
-			ev.SlowOps, ev.Ops, ev.SlowOpsThrottledUnder, ev.SlowOpsUnexplained, pct(th.MaxNoiseShare)))
-	}
-	if at := ev.Throttled - ev.ThrottledUnderQuota; at > 0 {
-		reasons = append(reasons, fmt.Sprintf("%d periods were throttled with the group at or near its quota: the workload needed more CPU than its limit there, which is what a quota is for", at))
-	}
-	return NotAffected, reasons
-}
-
-func headline(verdict string, ev Evidence, th Thresholds) (string, string) {
-	under := fmt.Sprintf("%.0f%%", 100*th.UnderQuota)
-	var h string
-	switch verdict {
-	case Affected:
-		h = "AFFECTED: this kernel throttles groups that stay under their CPU quota."
-	case NotAffected:
-		h = "NOT AFFECTED: this kernel did not throttle groups that stayed under their CPU quota."
-	default:
-		h = "INCONCLUSIVE: these runs cannot tell whether this kernel throttles groups under their CPU quota."
-	}
-	s := fmt.Sprintf("%d of %d periods were throttled while the group used under %s of its quota (it used %.0f%% on average)",
-		ev.ThrottledUnderQuota, ev.PeriodsJudged, under, 100*ev.UsageOfQuota)
-	if w := ev.Worst; w != nil {
-		s += fmt.Sprintf("; the worst %s took %s where %s was expected", w.Op, report.Dur(w.WallNs), report.Dur(w.ExpectedNs))
-	}
-	return h, s + "."
-}
-
-// versionNotes compare the verdict with what the version says.
-func versionNotes(verdict string, k Kernel, host trace.Host) []string {
-	var n []string
-	switch {
-	case verdict == NotAffected && k.Expectation == ExpectAffected && k.Defect == DefectStrandedSlices:
-		n = append(n, fmt.Sprintf("Linux %s is in the stranded-slice range, yet nothing showed: the fix may be backported, or this host has too few CPUs for the defect to show (it strands at most 1ms per CPU per period: %dms of each period here). A bigger node with the same kernel can be affected.", k.Version, host.CPUs))
-	case verdict == NotAffected && k.Expectation == ExpectAffected:
-		n = append(n, fmt.Sprintf("Linux %s is in the range of the %s defect, yet nothing showed: the fix is probably backported into this kernel.", k.Version, k.Defect))
-	case verdict == Affected && k.Expectation == ExpectFixed:
-		n = append(n, fmt.Sprintf("Linux %s carries the known fixes: this throttling has another cause. Look at the incidents (--json) and rerun on a quiet machine.", k.Version))
-	case verdict == Inconclusive && k.Expectation == ExpectAffected:
-		n = append(n, fmt.Sprintf("By its version this kernel is in the range of the %s defect: treat it as affected until a clean check says otherwise.", k.Defect))
-	}
-	return n
-}
-
-func advice(verdict string, k Kernel) []string {
-	switch verdict {
-	case Affected:
-		return []string{
-			"Upgrade the kernel: Linux 5.4 or newer, a stable kernel with the fix (4.14.154+, 4.19.84+), or a distribution kernel that carries de53fd7aedb1 (and 512ac999d275).",
-			"Until then, raise the CPU limit (quota) of latency-sensitive containers well above what they use, or remove the limit and keep the request; in Kubernetes the kubelet's --cpu-cfs-quota=false turns quotas off for the whole node.",
-			"Check every node: cfsprobe check on each (a DaemonSet), then cfsprobe check --from-traces on the traces it saved with --out.",
-		}
-	case NotAffected:
-		return []string{
-			"Nothing to fix in the kernel. Throttling you still see comes from workloads that need more CPU than their limit in some periods: measure them with cfsprobe run and size the limit from what they use.",
-		}
-	default:
-		a := []string{"Run cfsprobe check again on a quiet machine (nothing else busy); the reason above says what was missing."}
-		if k.Expectation == ExpectAffected {
-			a = append(a, "Meanwhile plan for the kernel fix: Linux 5.4 or newer, or a stable or distribution kernel that carries de53fd7aedb1.")
-		}
-		return a
-	}
-}
-
 // analyzeRun computes the evidence of one trace.
 func analyzeRun(t *trace.Trace, th Thresholds) Run {
+	// The built-in workload the trace ran, from its spec; nil for a
+	// command or a spec without its parameters.
+	w, err := workload.FromSpec(t.Spec)
+	if err != nil {
+		w = nil
+	}
 	run := Run{
-		Name: RunName(t), Description: Describe(t), Workload: t.Spec.Workload, Threads: threadsOf(t),
+		Name: RunName(t), Description: describe(t, w), Workload: t.Spec.Workload, Threads: threadsOf(t, w),
 		PeriodUs: t.Limits.PeriodUs, WallNs: t.Summary.WallNs,
 	}
 	if !t.Limits.Unlimited() {
@@ -417,8 +124,8 @@ func analyzeRun(t *trace.Trace, th Thresholds) Run {
 	}
 
 	ops := opsOf(t)
-	run.Op = opName(t)
-	run.ExpectedOpNs = expectedOp(t, ops)
+	run.Op = opName(t, w)
+	run.ExpectedOpNs = expectedOp(t, w, ops)
 	run.WarmupNs = warmup(ops)
 	slow := func(wall int64) bool {
 		return float64(wall) >= th.SlowFactor*float64(run.ExpectedOpNs) && wall >= th.SlowMinNs
@@ -442,7 +149,7 @@ func analyzeRun(t *trace.Trace, th Thresholds) Run {
 				continue
 			}
 			run.Throttled++
-			if float64(p.UsageNs) < th.UnderQuota*float64(quotaNs) {
+			if throttledUnderQuota(p, quotaNs, th) {
 				run.ThrottledUnderQuota++
 				incidents = append(incidents, Incident{StartNs: p.StartNs, EndNs: p.EndNs, UsageNs: p.UsageNs, ThrottledNs: p.ThrottledNs})
 			}
@@ -526,6 +233,13 @@ func analyzeRun(t *trace.Trace, th Thresholds) Run {
 	return run
 }
 
+// throttledUnderQuota is check's definition of a period throttled under
+// quota: the kernel throttled it although the group used less than
+// th.UnderQuota of its quota in it.
+func throttledUnderQuota(p trace.Period, quotaNs int64, th Thresholds) bool {
+	return p.Throttled && float64(p.UsageNs) < th.UnderQuota*float64(quotaNs)
+}
+
 // op is one timed operation; first marks each thread's first.
 type op struct {
 	trace.Sample
@@ -566,36 +280,31 @@ func warmup(ops []op) int64 {
 	return w
 }
 
-func opName(t *trace.Trace) string {
-	if t.Latency != nil && t.Latency.Op != "" {
+// opName is what the trace calls an operation, else what its workload
+// does.
+func opName(t *trace.Trace, w workload.Workload) string {
+	switch {
+	case t.Latency != nil && t.Latency.Op != "":
 		return t.Latency.Op
+	case w != nil:
+		return w.Op()
 	}
 	return "operation"
 }
 
-// expectedOp is what one operation should take: the workload's burn or
-// burst time, else the median of what was measured.
-func expectedOp(t *trace.Trace, ops []op) int64 {
-	p := t.Spec.Params
-	switch t.Spec.Workload {
-	case "periodic":
-		if v := paramNs(p, "burn_ns"); v > 0 {
-			return v
-		}
-		return paramNs(p, "burn_cpu_ns")
-	case "bursty":
-		if v := paramNs(p, "on_ns"); v > 0 {
-			return v
-		}
-		return paramNs(p, "on_cpu_ns")
+// expectedOp is what one operation should take: what the workload sets
+// (a burn's or a burst's time), else the median of what was measured.
+func expectedOp(t *trace.Trace, w workload.Workload, ops []op) int64 {
+	if w != nil && w.ExpectedOp() > 0 {
+		return int64(w.ExpectedOp())
 	}
 	if len(ops) > 0 {
-		w := make([]int64, len(ops))
+		walls := make([]int64, len(ops))
 		for i, o := range ops {
-			w[i] = o.WallNs
+			walls[i] = o.WallNs
 		}
-		sort.Slice(w, func(i, j int) bool { return w[i] < w[j] })
-		return trace.Quantile(w, 0.5)
+		sort.Slice(walls, func(i, j int) bool { return walls[i] < walls[j] })
+		return trace.Quantile(walls, 0.5)
 	}
 	if s := t.Summary.LatencyNs; s != nil {
 		return s.P50
@@ -603,25 +312,11 @@ func expectedOp(t *trace.Trace, ops []op) int64 {
 	return 0
 }
 
-// paramNs reads an integer parameter: int64 from a run just made, float64
-// from JSON.
-func paramNs(p map[string]any, key string) int64 {
-	switch v := p[key].(type) {
-	case int64:
-		return v
-	case int:
-		return int64(v)
-	case float64:
-		return int64(v)
-	case time.Duration:
-		return int64(v)
-	}
-	return 0
-}
-
-func threadsOf(t *trace.Trace) int {
-	if n := paramNs(t.Spec.Params, "threads"); n > 0 {
-		return int(n)
+// threadsOf is how many threads the workload ran, else how many timed
+// operations.
+func threadsOf(t *trace.Trace, w workload.Workload) int {
+	if w != nil {
+		return w.Workers()
 	}
 	if t.Latency != nil && len(t.Latency.Samples) > 0 {
 		seen := map[int]bool{}
@@ -644,36 +339,12 @@ func RunName(t *trace.Trace) string {
 	return t.Spec.Workload
 }
 
-// Describe says in a few words what a trace's workload did.
-func Describe(t *trace.Trace) string {
-	p := t.Spec.Params
-	threads := threadsOf(t)
-	th := "1 thread"
-	if threads != 1 {
-		th = fmt.Sprintf("%d threads", threads)
-	}
-	switch t.Spec.Workload {
-	case "periodic":
-		burn := paramNs(p, "burn_ns")
-		what := "burns"
-		if burn == 0 {
-			burn, what = paramNs(p, "burn_cpu_ns"), "CPU burns"
-		}
-		return fmt.Sprintf("%s: %s %s, sleep %s, %d times", th, report.Dur(burn), what, report.Dur(paramNs(p, "sleep_ns")), paramNs(p, "iterations"))
-	case "bursty":
-		on := paramNs(p, "on_ns")
-		what := "bursts"
-		if on == 0 {
-			on, what = paramNs(p, "on_cpu_ns"), "CPU bursts"
-		}
-		idle := report.Dur(paramNs(p, "off_ns"))
-		if j := paramNs(p, "jitter_ns"); j > 0 {
-			idle += "±" + report.Dur(j)
-		}
-		return fmt.Sprintf("%s: %s %s, idle %s, for %s", th, report.Dur(on), what, idle, report.Dur(paramNs(p, "duration_ns")))
-	case "parallel":
-		return fmt.Sprintf("%s: CPU events for %s", th, report.Dur(paramNs(p, "duration_ns")))
-	case "command":
+// describe says in a few words what a trace's workload did.
+func describe(t *trace.Trace, w workload.Workload) string {
+	switch {
+	case w != nil:
+		return w.Describe()
+	case t.Spec.Workload == "command":
 		return strings.Join(t.Spec.Args, " ")
 	}
 	return t.Spec.Workload

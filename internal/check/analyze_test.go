@@ -143,7 +143,7 @@ func TestAnalyzeFixtures(t *testing.T) {
 
 // mkTrace builds a small trace in memory: a run under 20 ms / 100 ms
 // with the given timeline and operations.
-func mkTrace(workload string, params map[string]any, periods []trace.Period, ops []trace.Sample) *trace.Trace {
+func mkTrace(workload string, params *trace.Params, periods []trace.Period, ops []trace.Sample) *trace.Trace {
 	t := &trace.Trace{
 		Schema: trace.Schema, Spec: trace.Spec{Workload: workload, Params: params},
 		Host:    trace.Host{Kernel: "6.1.0-18-amd64", CPUs: 2},
@@ -183,7 +183,7 @@ func burns(start int64, n int, slow ...int) []trace.Sample {
 	return out
 }
 
-var burnParams = map[string]any{"burn_ns": 5 * msNs, "sleep_ns": 95 * msNs, "iterations": 40, "threads": 1}
+var burnParams = &trace.Params{Periodic: &trace.PeriodicParams{Burn: 5 * time.Millisecond, Sleep: 95 * time.Millisecond, Iterations: 40, Threads: 1}}
 
 func TestAnalyzeCases(t *testing.T) {
 	host := trace.Host{Kernel: "6.1.0-18-amd64", CPUs: 2}

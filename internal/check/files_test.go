@@ -149,22 +149,14 @@ func TestScenarios(t *testing.T) {
 			if err := s.Limits.Validate(); err != nil {
 				t.Fatalf("%d CPUs, %s: %v", c.cpus, s.Name, err)
 			}
-			p := w.Params()
-			var wall time.Duration
-			switch s.Workload {
-			case "periodic":
-				n := time.Duration(p["iterations"].(int))
-				wall = n*p["burn_ns"].(time.Duration) + (n-1)*p["sleep_ns"].(time.Duration)
-			case "bursty":
-				wall = p["duration_ns"].(time.Duration)
-				on := p["on_ns"].(time.Duration)
-				cycle := on + p["off_ns"].(time.Duration)
-				use := float64(on) * float64(p["threads"].(int)) * float64(Period) / float64(cycle) / float64(s.Limits.Quota)
+			wall := w.Length()
+			if b := w.Params().Bursty; b != nil {
+				use := float64(b.On) * float64(b.Threads) * float64(Period) / float64(b.On+b.Off) / float64(s.Limits.Quota)
 				if s.Limits.Quota != c.quota || use < 0.15 || use > 0.25 {
 					t.Errorf("%d CPUs: spread quota %v uses %.0f%%; want %v and about 20%%", c.cpus, s.Limits.Quota, 100*use, c.quota)
 				}
-				if p["threads"].(int) != c.cpus {
-					t.Errorf("%d CPUs: %d threads", c.cpus, p["threads"])
+				if b.Threads != c.cpus {
+					t.Errorf("%d CPUs: %d threads", c.cpus, b.Threads)
 				}
 			}
 			// The runs go side by side: each must leave room in the 30 s
@@ -191,7 +183,7 @@ func TestSpreadScenarioModel(t *testing.T) {
 			c, ops, end := strandedSim(sc, cpus, int64(runFor), 37*msNs, rng(0x2545f4914f6cdd1d+uint64(cpus)), expire)
 			q := int64(sc.Limits.Quota / time.Microsecond)
 			tr := finish(&trace.Trace{
-				Schema: trace.Schema, Spec: trace.Spec{Workload: "bursty", Params: map[string]any{"on_ns": argDur(sc.Args, "--on"), "threads": cpus}},
+				Schema: trace.Schema, Spec: specOf(sc.Workload, sc.Args, ""),
 				Limits: quotaLimits(q, 100000), SampleIntervalNs: 10 * msNs, Latency: &trace.Latency{Op: "burst"},
 			}, c, ops, end)
 			r := Analyze([]*trace.Trace{tr}, trace.Host{Kernel: "4.19.0", CPUs: cpus})

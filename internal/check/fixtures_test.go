@@ -22,6 +22,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
 const (
@@ -246,9 +247,8 @@ func strandedSim(sc Scenario, cpus int, durationNs, phase int64, seed rng, expir
 	period := int64(sc.Limits.Period)
 	quota := int64(sc.Limits.Quota)
 	const slice, keep, tail = 5 * msNs, msNs, 10 * usNs
-	on := argDur(sc.Args, "--on")
-	off := argDur(sc.Args, "--off")
-	jitter := argDur(sc.Args, "--jitter")
+	b := specOf(sc.Workload, sc.Args, "").Params.Bursty
+	on, off, jitter := int64(b.On), int64(b.Off), int64(b.Jitter)
 	c := &counters{}
 	var ops []trace.Sample
 	type thread struct {
@@ -338,17 +338,16 @@ func strandedSim(sc Scenario, cpus int, durationNs, phase int64, seed rng, expir
 	return c, ops, end
 }
 
-func argDur(args []string, name string) int64 {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == name {
-			d, err := time.ParseDuration(args[i+1])
-			if err != nil {
-				panic(err)
-			}
-			return int64(d)
-		}
+// specOf is the spec cfsprobe run writes for a built-in workload and its
+// flags, without an engine (none ran), saying it is synthetic and why.
+func specOf(name string, args []string, synthetic string) trace.Spec {
+	w, err := workload.Parse(name, args)
+	if err != nil {
+		panic(err)
 	}
-	panic("no " + name)
+	p := w.Params()
+	p.Engine = ""
+	return trace.Spec{Workload: name, Args: args, Params: &p, Synthetic: synthetic}
 }
 
 // finish builds a trace from the model as the lab would from a real run.
@@ -384,16 +383,10 @@ func seedTrace(log []seedLine, sleepMs int64) *trace.Trace {
 	tr := &trace.Trace{
 		Schema: trace.Schema,
 		Tool:   trace.Tool{Name: fixtureGen, Version: fmt.Sprintf("seed 000 (Overly aggressive CFS), log of the %dms run", sleepMs)},
-		Spec: trace.Spec{
-			Workload: "periodic",
-			Args:     []string{"--burn", "5ms", "--sleep", fmt.Sprintf("%dms", sleepMs), "--iterations", fmt.Sprint(len(log))},
-			Params: map[string]any{
-				"burn_ns": 5 * msNs, "burn_cpu_ns": 0, "sleep_ns": sleepMs * msNs, "iterations": len(log), "threads": 1,
-				"synthetic": fmt.Sprintf("Synthetic from seed 000: the published log of `docker run --cpu-quota 20000 --cpu-period 100000 golang:1.9.2 go run cfs.go -iterations %d -sleep %dms` "+
-					"on Linux 4.x (burn wall times, real time and CPU time per iteration). The kernel's counters are modelled: "+
-					"stalls end at period boundaries, the period timer restarts when the group wakes. Host CPU count and kernel patch level are assumed.", len(log), sleepMs),
-			},
-		},
+		Spec: specOf("periodic", []string{"--burn", "5ms", "--sleep", fmt.Sprintf("%dms", sleepMs), "--iterations", fmt.Sprint(len(log))},
+			fmt.Sprintf("Synthetic from seed 000: the published log of `docker run --cpu-quota 20000 --cpu-period 100000 golang:1.9.2 go run cfs.go -iterations %d -sleep %dms` "+
+				"on Linux 4.x (burn wall times, real time and CPU time per iteration). The kernel's counters are modelled: "+
+				"stalls end at period boundaries, the period timer restarts when the group wakes. Host CPU count and kernel patch level are assumed.", len(log), sleepMs)),
 		Host:             trace.Host{Hostname: "seed000-docker", Kernel: "4.14.4", Arch: "amd64", CPUs: 4, CgroupMode: "v1", CPUController: 1, SliceUs: 5000},
 		Limits:           quotaLimits(20000, 100000),
 		Cgroup:           trace.Cgroup{Path: "/docker/cfs-go", Version: 1},
@@ -425,15 +418,9 @@ func strandedTrace() *trace.Trace {
 	tr := &trace.Trace{
 		Schema: trace.Schema,
 		Tool:   trace.Tool{Name: fixtureGen, Version: "stranded per-CPU slices (de53fd7aedb1), modelled"},
-		Spec: trace.Spec{
-			Workload: sc.Workload, Args: sc.Args,
-			Params: map[string]any{
-				"on_ns": argDur(sc.Args, "--on"), "on_cpu_ns": 0, "off_ns": argDur(sc.Args, "--off"), "jitter_ns": argDur(sc.Args, "--jitter"),
-				"duration_ns": argDur(sc.Args, "--duration"), "threads": cpus,
-				"synthetic": "Synthetic: cfsprobe check's spread run for 32 CPUs on a model of Linux 4.18 to 5.3 as the fix de53fd7aedb1 describes it: " +
-					"quota handed out in 5ms slices, a CPU whose thread sleeps keeps 1ms (min_cfs_rq_runtime), which expires at the end of the period. Not a measurement.",
-			},
-		},
+		Spec: specOf(sc.Workload, sc.Args,
+			"Synthetic: cfsprobe check's spread run for 32 CPUs on a model of Linux 4.18 to 5.3 as the fix de53fd7aedb1 describes it: "+
+				"quota handed out in 5ms slices, a CPU whose thread sleeps keeps 1ms (min_cfs_rq_runtime), which expires at the end of the period. Not a measurement."),
 		Host:             trace.Host{Hostname: "node-32cpu", Kernel: "4.19.80", Arch: "amd64", CPUs: cpus, CgroupMode: "v1", CPUController: 1, SliceUs: 5000},
 		Limits:           quotaLimits(int64(sc.Limits.Quota/time.Microsecond), int64(sc.Limits.Period/time.Microsecond)),
 		Cgroup:           trace.Cgroup{Path: "/cfsprobe/run-1-synthetic", Version: 1},
@@ -443,7 +430,7 @@ func strandedTrace() *trace.Trace {
 		Process:          trace.Process{PID: 4242},
 		Scenario:         &trace.Scenario{Suite: Suite, Name: sc.Name, Description: sc.Description, Repetition: 1, Verdict: "none"},
 	}
-	c, ops, end := strandedSim(sc, cpus, argDur(sc.Args, "--duration"), 37*msNs, rng(0x9e3779b97f4a7c15), true)
+	c, ops, end := strandedSim(sc, cpus, int64(tr.Spec.Params.Bursty.Duration), 37*msNs, rng(0x9e3779b97f4a7c15), true)
 	return finish(tr, c, ops, end)
 }
 
@@ -493,12 +480,8 @@ func cleanTrace(name, kernel string, iterations int, sleepMs int64, slow map[int
 	tr := &trace.Trace{
 		Schema: trace.Schema,
 		Tool:   trace.Tool{Name: fixtureGen, Version: name},
-		Spec: trace.Spec{
-			Workload: "periodic",
-			Args:     []string{"--burn", "5ms", "--sleep", fmt.Sprintf("%dms", sleepMs), "--iterations", fmt.Sprint(iterations), "--quiet"},
-			Params: map[string]any{"burn_ns": 5 * msNs, "burn_cpu_ns": 0, "sleep_ns": sleepMs * msNs, "iterations": iterations, "threads": 1,
-				"synthetic": "Synthetic: seed 000's program on a kernel without the defects (no throttling), " + name + ". Not a measurement."},
-		},
+		Spec: specOf("periodic", []string{"--burn", "5ms", "--sleep", fmt.Sprintf("%dms", sleepMs), "--iterations", fmt.Sprint(iterations), "--quiet"},
+			"Synthetic: seed 000's program on a kernel without the defects (no throttling), "+name+". Not a measurement."),
 		Host:             trace.Host{Hostname: "node-" + name, Kernel: kernel, Arch: "amd64", CPUs: 8, CgroupMode: "v2", CPUController: 2, SliceUs: 5000, BurstSupported: true},
 		Limits:           quotaLimits(20000, 100000),
 		Cgroup:           trace.Cgroup{Path: "/cfsprobe/run-1-synthetic", Version: 2},

@@ -123,16 +123,13 @@ func Prepare(cfg Config) (*Plan, error) {
 			return ue(err)
 		}
 		p.wl = wl
-		p.spec = trace.Spec{Workload: cfg.Workload, Args: append([]string{}, cfg.WorkloadArgs...), Params: jsonParams(wl.Params())}
+		params := wl.Params()
+		p.spec = trace.Spec{Workload: cfg.Workload, Args: append([]string{}, cfg.WorkloadArgs...), Params: &params}
 		p.engineArgs = workload.EngineArgs(wl)
 		if pw, ok := wl.(workload.Pinned); ok && cfg.Limits.Cpuset == "" {
 			if set, ok := workload.PinSet(pw.PinCPUs()); ok {
 				p.pin = &set
 			}
-		}
-		p.spec.Params["engine"] = "go"
-		if p.engineArgs != nil {
-			p.spec.Params["engine"] = "c"
 		}
 		self := cfg.Self
 		if self == "" {
@@ -198,18 +195,6 @@ func sampleInterval(given, period time.Duration) (time.Duration, error) {
 		return 0, &SampleIntervalError{Interval: given, Period: period}
 	}
 	return given, nil
-}
-
-func jsonParams(m map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range m {
-		if d, ok := v.(time.Duration); ok {
-			out[k] = int64(d)
-			continue
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // Run creates the group, runs the workload in it, samples its counters,

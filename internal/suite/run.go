@@ -267,37 +267,14 @@ func (s *Suite) limitErr(at string, sc *Scenario, written map[cgroup.Field]strin
 	return s.errAt(at+".limits."+string(f), "%s", msg)
 }
 
-// estimate guesses a run's length from the workload's flags.
-func estimate(workload string, args []string) time.Duration {
-	get := func(name string) string {
-		for i, a := range args {
-			if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-				return v
-			}
-			if a == "--"+name && i+1 < len(args) {
-				return args[i+1]
-			}
-		}
-		return ""
+// estimate guesses a run's length: a built-in workload's own, and a little
+// to start and stop; a command's cannot be known.
+func estimate(name string, args []string) time.Duration {
+	w, err := workload.Parse(name, args)
+	if err != nil {
+		return 5 * time.Second
 	}
-	d := func(name string, def time.Duration) time.Duration {
-		if x, err := time.ParseDuration(get(name)); err == nil {
-			return x
-		}
-		return def
-	}
-	switch workload {
-	case "bursty", "parallel":
-		return d("duration", 5*time.Second) + 200*time.Millisecond
-	case "periodic":
-		n, err := strconv.Atoi(get("iterations"))
-		if err != nil {
-			n = 20
-		}
-		per := d("burn", 5*time.Millisecond) + d("burn-cpu", 0) + d("sleep", 100*time.Millisecond)
-		return time.Duration(n)*per + 200*time.Millisecond
-	}
-	return 5 * time.Second
+	return w.Length() + 200*time.Millisecond
 }
 
 // Progress receives the runner's progress.

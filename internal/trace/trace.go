@@ -86,10 +86,13 @@ type Spec struct {
 	Workload string `json:"workload"`
 	// Args are the workload's flags (built-in) or the command line.
 	Args []string `json:"args"`
-	// Params are the built-in workload's parsed parameters.
-	Params map[string]any `json:"params,omitempty"`
+	// Params are what the built-in workload ran with (nil for a command).
+	Params *Params `json:"params,omitempty"`
 	// View is the CPU view the workload was given (run --view), if any.
 	View *View `json:"view,omitempty"`
+	// Synthetic, on a trace that is not a measurement, says where it comes
+	// from.
+	Synthetic string `json:"synthetic,omitempty"`
 }
 
 // View is the CPU view a workload was given: the CPU count that libc

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 func init() {
@@ -33,56 +35,85 @@ Example: cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
 `,
 		func(fs *pflag.FlagSet) func() (Workload, error) {
 			b := &bursty{}
-			fs.DurationVar(&b.on, "on", 50*time.Millisecond, "busy wall time per burst")
-			fs.DurationVar(&b.onCPU, "on-cpu", 0, "busy until this much thread CPU time is spent (instead of --on of wall time)")
-			fs.DurationVar(&b.off, "off", 50*time.Millisecond, "idle time between bursts")
-			fs.DurationVar(&b.jitter, "jitter", 0, "random +/- variation of each idle time")
-			fs.DurationVar(&b.duration, "duration", 5*time.Second, "how long to run")
-			fs.IntVar(&b.threads, "threads", 1, "threads, each running the same pattern")
-			fs.Uint64Var(&b.seed, "seed", 1, "random seed for --jitter")
-			fs.BoolVar(&b.pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs, the last ones")
+			fs.DurationVar(&b.On, "on", 50*time.Millisecond, "busy wall time per burst")
+			fs.DurationVar(&b.OnCPU, "on-cpu", 0, "busy until this much thread CPU time is spent (instead of --on of wall time)")
+			fs.DurationVar(&b.Off, "off", 50*time.Millisecond, "idle time between bursts")
+			fs.DurationVar(&b.Jitter, "jitter", 0, "random +/- variation of each idle time")
+			fs.DurationVar(&b.Duration, "duration", 5*time.Second, "how long to run")
+			fs.IntVar(&b.Threads, "threads", 1, "threads, each running the same pattern")
+			fs.Uint64Var(&b.Seed, "seed", trace.DefaultBurstySeed, "random seed for --jitter")
+			fs.BoolVar(&b.Pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs, the last ones")
 			return func() (Workload, error) {
-				switch {
-				case b.on <= 0 && b.onCPU <= 0:
-					return nil, fmt.Errorf("--on must be positive")
-				case b.onCPU < 0:
-					return nil, fmt.Errorf("--on-cpu must be positive")
-				case b.off < 0:
-					return nil, fmt.Errorf("--off must not be negative")
-				case b.jitter < 0 || b.jitter > b.off:
-					return nil, fmt.Errorf("--jitter must be between 0 and --off (%v)", b.off)
-				case b.duration <= 0:
-					return nil, fmt.Errorf("--duration must be positive")
-				case b.threads < 1 || b.threads > 1024:
-					return nil, fmt.Errorf("--threads must be between 1 and 1024")
+				if err := b.validate(); err != nil {
+					return nil, err
 				}
 				return b, nil
 			}
 		})
 }
 
-type bursty struct {
-	on, onCPU, off, jitter, duration time.Duration
-	threads                          int
-	seed                             uint64
-	pin                              bool
+type bursty struct{ trace.BurstyParams }
+
+// validate names the flag of the first parameter out of range.
+func (b *bursty) validate() error {
+	switch {
+	case b.On <= 0 && b.OnCPU <= 0:
+		return fmt.Errorf("--on must be positive")
+	case b.OnCPU < 0:
+		return fmt.Errorf("--on-cpu must be positive")
+	case b.Off < 0:
+		return fmt.Errorf("--off must not be negative")
+	case b.Jitter < 0 || b.Jitter > b.Off:
+		return fmt.Errorf("--jitter must be between 0 and --off (%v)", b.Off)
+	case b.Duration <= 0:
+		return fmt.Errorf("--duration must be positive")
+	case b.Threads < 1 || b.Threads > 1024:
+		return fmt.Errorf("--threads must be between 1 and 1024")
+	}
+	return nil
 }
 
 func (b *bursty) Name() string { return "bursty" }
 func (b *bursty) Op() string   { return "burst" }
-func (b *bursty) Params() map[string]any {
-	return map[string]any{"on_ns": b.on, "on_cpu_ns": b.onCPU, "off_ns": b.off, "jitter_ns": b.jitter, "duration_ns": b.duration, "threads": b.threads, "pin": b.pin}
+func (b *bursty) Workers() int { return b.Threads }
+
+func (b *bursty) Params() trace.Params {
+	c := b.BurstyParams
+	return trace.Params{Engine: Engine(b), Bursty: &c}
+}
+
+// ExpectedOp: a burst lasts --on-cpu when it is set and nothing else
+// runs, else --on.
+func (b *bursty) ExpectedOp() time.Duration {
+	if b.OnCPU > 0 {
+		return b.OnCPU
+	}
+	return b.On
+}
+
+func (b *bursty) Length() time.Duration { return b.Duration }
+
+func (b *bursty) Describe() string {
+	what := "bursts"
+	if b.OnCPU > 0 {
+		what = "CPU bursts"
+	}
+	idle := b.Off.String()
+	if b.Jitter > 0 {
+		idle += "±" + b.Jitter.String()
+	}
+	return fmt.Sprintf("%s: %v %s, idle %s, for %v", threads(b.Threads), b.ExpectedOp(), what, idle, b.Duration)
 }
 
 func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
-	lock := startWorkers(b.threads, b.onCPU > 0)
-	if b.pin {
-		pinProcess(b.threads)
+	lock := startWorkers(b.Threads, b.OnCPU > 0)
+	if b.Pin {
+		pinProcess(b.Threads)
 	}
-	deadline := time.Now().Add(b.duration)
+	deadline := time.Now().Add(b.Duration)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for th := 0; th < b.threads; th++ {
+	for th := 0; th < b.Threads; th++ {
 		wg.Add(1)
 		go func(th int) {
 			defer wg.Done()
@@ -91,19 +122,19 @@ func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 				defer runtime.UnlockOSThread()
 			}
 			tr := rec.Thread(th)
-			rng := rand.New(rand.NewPCG(b.seed, uint64(th)))
+			rng := rand.New(rand.NewPCG(b.Seed, uint64(th)))
 			seed := uint64(th + 7)
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
 				c0 := ThreadCPU()
-				seed = burn(seed, t0, b.on, c0, b.onCPU, lock)
+				seed = burn(seed, t0, b.On, c0, b.OnCPU, lock)
 				// CPU clock (a system call, where a throttled task may be
 				// stopped) before the wall clock, so a stall counts.
 				cpu := ThreadCPU() - c0
 				tr.Record(t0, time.Since(t0), cpu)
-				off := b.off
-				if b.jitter > 0 {
-					off += time.Duration(rng.Int64N(int64(2*b.jitter)+1)) - b.jitter
+				off := b.Off
+				if b.Jitter > 0 {
+					off += time.Duration(rng.Int64N(int64(2*b.Jitter)+1)) - b.Jitter
 				}
 				if rest := time.Until(deadline); rest < off {
 					off = max(rest, 0)

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/cfsprobe/cfsprobe/internal/cache"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // The C engine (native/engine/engine.c, built by `make engine`): the
@@ -34,12 +35,21 @@ type Native interface {
 	NativeArgs() []string
 }
 
-// EngineArgs are the C engine's arguments for w, or nil when w has no C
-// implementation or this binary was built without the engine: then the
-// Go implementation runs (cfsprobe __workload).
+// Engine names the program that runs w's workers in this binary:
+// trace.EngineC when w has a C implementation and the binary carries the
+// engine, else trace.EngineGo (cfsprobe __workload).
+func Engine(w Workload) string {
+	if _, ok := w.(Native); ok && EngineEmbedded() {
+		return trace.EngineC
+	}
+	return trace.EngineGo
+}
+
+// EngineArgs are the C engine's arguments for w, or nil when Engine(w) is
+// the Go implementation.
 func EngineArgs(w Workload) []string {
-	if n, ok := w.(Native); ok && EngineEmbedded() {
-		return n.NativeArgs()
+	if Engine(w) == trace.EngineC {
+		return w.(Native).NativeArgs()
 	}
 	return nil
 }
@@ -79,11 +89,11 @@ func extractEngine() (string, error) {
 // NativeArgs runs the parallel workload in the C engine.
 func (p *parallel) NativeArgs() []string {
 	pin := "0"
-	if p.pin {
+	if p.Pin {
 		pin = "1"
 	}
-	return []string{"parallel", strconv.Itoa(p.threads), strconv.FormatInt(int64(p.duration), 10),
-		strconv.Itoa(p.maxPrime), strconv.FormatInt(p.events, 10), pin}
+	return []string{"parallel", strconv.Itoa(p.Threads), strconv.FormatInt(int64(p.Duration), 10),
+		strconv.Itoa(p.MaxPrime), strconv.FormatInt(p.Events, 10), pin}
 }
 
 // NativeArgs runs the bursty workload in the C engine. Its jitter draws
@@ -91,25 +101,25 @@ func (p *parallel) NativeArgs() []string {
 // not the same sequence.
 func (b *bursty) NativeArgs() []string {
 	pin := "0"
-	if b.pin {
+	if b.Pin {
 		pin = "1"
 	}
-	return []string{"bursty", strconv.Itoa(b.threads), strconv.FormatInt(int64(b.duration), 10),
-		strconv.FormatInt(int64(b.on), 10), strconv.FormatInt(int64(b.onCPU), 10),
-		strconv.FormatInt(int64(b.off), 10), strconv.FormatInt(int64(b.jitter), 10),
-		strconv.FormatUint(b.seed, 10), pin}
+	return []string{"bursty", strconv.Itoa(b.Threads), strconv.FormatInt(int64(b.Duration), 10),
+		strconv.FormatInt(int64(b.On), 10), strconv.FormatInt(int64(b.OnCPU), 10),
+		strconv.FormatInt(int64(b.Off), 10), strconv.FormatInt(int64(b.Jitter), 10),
+		strconv.FormatUint(b.Seed, 10), pin}
 }
 
 // NativeArgs runs the periodic workload in the C engine; it prints the
 // same line per burn.
 func (p *periodic) NativeArgs() []string {
 	quiet := "0"
-	if p.quiet {
+	if p.Quiet {
 		quiet = "1"
 	}
-	return []string{"periodic", strconv.Itoa(p.threads), strconv.Itoa(p.iterations),
-		strconv.FormatInt(int64(p.burn), 10), strconv.FormatInt(int64(p.burnCPU), 10),
-		strconv.FormatInt(int64(p.sleep), 10), quiet}
+	return []string{"periodic", strconv.Itoa(p.Threads), strconv.Itoa(p.Iterations),
+		strconv.FormatInt(int64(p.Burn), 10), strconv.FormatInt(int64(p.BurnCPU), 10),
+		strconv.FormatInt(int64(p.Sleep), 10), quiet}
 }
 
 var engineMagic = []byte("CFSPENG2")

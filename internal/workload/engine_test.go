@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // engineBlob builds what the C engine writes: per thread, records of
@@ -115,7 +116,7 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add(engineBlob(1, 2, 3, 0, [][][3]int64{{{1, 1, 0}, {2, 5, 1}}, {}}))
 	f.Add([]byte(`{"workload":"x"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		w := &parallel{threads: 1, duration: time.Second, maxPrime: 10}
+		w := &parallel{trace.ParallelParams{Threads: 1, Duration: time.Second, MaxPrime: 10}}
 		res, err := DecodeResult(b, w)
 		if err == nil && res == nil {
 			t.Fatal("nil result without error")
@@ -157,7 +158,7 @@ func TestEngineRuns(t *testing.T) {
 	}
 	// bursty: 5 ms busy, 5 ms idle; each burst's wall time is at least
 	// its 5 ms and the CPU clock saw most of it.
-	bw := &bursty{on: 5 * time.Millisecond, off: 5 * time.Millisecond, duration: 200 * time.Millisecond, threads: 1, seed: 1}
+	bw := &bursty{trace.BurstyParams{On: 5 * time.Millisecond, Off: 5 * time.Millisecond, Duration: 200 * time.Millisecond, Threads: 1, Seed: 1}}
 	bres := runEngine(t, path, bw)
 	if c := bres.Latency.Count; c < 5 || c > 21 {
 		t.Errorf("bursty: %d bursts in 200ms of 5ms on / 5ms off", c)
@@ -172,7 +173,7 @@ func TestEngineRuns(t *testing.T) {
 	}
 	// periodic: 3 burns of 2 ms of thread CPU time, 1 ms apart, one line
 	// each in the Go workload's format.
-	pw := &periodic{burnCPU: 2 * time.Millisecond, sleep: time.Millisecond, iterations: 3, threads: 1}
+	pw := &periodic{trace.PeriodicParams{BurnCPU: 2 * time.Millisecond, Sleep: time.Millisecond, Iterations: 3, Threads: 1}}
 	var lines strings.Builder
 	pres := runEngineOut(t, path, pw, &lines)
 	if c := pres.Latency.Count; c != 3 {

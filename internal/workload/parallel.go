@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 func init() {
@@ -39,39 +41,54 @@ Example: cfsprobe run --cpus 1 parallel --threads 2 --duration 5s
 `,
 		func(fs *pflag.FlagSet) func() (Workload, error) {
 			p := &parallel{}
-			fs.IntVar(&p.threads, "threads", runtime.NumCPU(), "worker threads")
-			fs.DurationVar(&p.duration, "duration", 5*time.Second, "how long to run")
-			fs.IntVar(&p.maxPrime, "max-prime", 10000, "event size: test numbers up to this for primality")
-			fs.Int64Var(&p.events, "events", 0, "stop after this many events in all (0: no limit)")
-			fs.BoolVar(&p.pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs, the last ones (see --help)")
+			fs.IntVar(&p.Threads, "threads", runtime.NumCPU(), "worker threads")
+			fs.DurationVar(&p.Duration, "duration", 5*time.Second, "how long to run")
+			fs.IntVar(&p.MaxPrime, "max-prime", 10000, "event size: test numbers up to this for primality")
+			fs.Int64Var(&p.Events, "events", 0, "stop after this many events in all (0: no limit)")
+			fs.BoolVar(&p.Pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs, the last ones (see --help)")
 			return func() (Workload, error) {
-				switch {
-				case p.threads < 1 || p.threads > 4096:
-					return nil, fmt.Errorf("--threads must be between 1 and 4096")
-				case p.duration <= 0:
-					return nil, fmt.Errorf("--duration must be positive")
-				case p.maxPrime < 3:
-					return nil, fmt.Errorf("--max-prime must be at least 3")
-				case p.events < 0:
-					return nil, fmt.Errorf("--events must not be negative")
+				if err := p.validate(); err != nil {
+					return nil, err
 				}
 				return p, nil
 			}
 		})
 }
 
-type parallel struct {
-	pin      bool
-	threads  int
-	duration time.Duration
-	maxPrime int
-	events   int64
+type parallel struct{ trace.ParallelParams }
+
+// validate names the flag of the first parameter out of range.
+func (p *parallel) validate() error {
+	switch {
+	case p.Threads < 1 || p.Threads > 4096:
+		return fmt.Errorf("--threads must be between 1 and 4096")
+	case p.Duration <= 0:
+		return fmt.Errorf("--duration must be positive")
+	case p.MaxPrime < 3:
+		return fmt.Errorf("--max-prime must be at least 3")
+	case p.Events < 0:
+		return fmt.Errorf("--events must not be negative")
+	}
+	return nil
 }
 
 func (p *parallel) Name() string { return "parallel" }
 func (p *parallel) Op() string   { return "event" }
-func (p *parallel) Params() map[string]any {
-	return map[string]any{"threads": p.threads, "duration_ns": p.duration, "max_prime": p.maxPrime, "events": p.events, "pin": p.pin}
+func (p *parallel) Workers() int { return p.Threads }
+
+func (p *parallel) Params() trace.Params {
+	c := p.ParallelParams
+	return trace.Params{Engine: Engine(p), Parallel: &c}
+}
+
+// ExpectedOp: an event's time depends on the CPU; nothing is set.
+func (p *parallel) ExpectedOp() time.Duration { return 0 }
+
+// Length: --duration, or less when --events are done first.
+func (p *parallel) Length() time.Duration { return p.Duration }
+
+func (p *parallel) Describe() string {
+	return fmt.Sprintf("%s: CPU events for %v", threads(p.Threads), p.Duration)
 }
 
 // primeEvent is sysbench cpu's event: count primes below max by trial
@@ -95,22 +112,22 @@ func primeEvent(maxPrime int) int {
 
 func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
 	// One P per worker: no idle P whose thread would spin looking for work.
-	runtime.GOMAXPROCS(p.threads)
-	if p.pin {
-		pinProcess(p.threads)
+	runtime.GOMAXPROCS(p.Threads)
+	if p.Pin {
+		pinProcess(p.Threads)
 	}
-	deadline := time.Now().Add(p.duration)
+	deadline := time.Now().Add(p.Duration)
 	var done atomic.Int64
 	var total atomic.Int64
 	var wg sync.WaitGroup
-	for th := 0; th < p.threads; th++ {
+	for th := 0; th < p.Threads; th++ {
 		wg.Add(1)
 		go func(th int) {
 			defer wg.Done()
 			tr := rec.Thread(th)
 			primes := 0
 			for {
-				if p.events > 0 && done.Add(1) > p.events {
+				if p.Events > 0 && done.Add(1) > p.Events {
 					break
 				}
 				// Yield to Go's scheduler between events. A goroutine that runs
@@ -127,7 +144,7 @@ func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
 				// throttling (Linux 6.18+) a throttled task stops at its next
 				// return to user space, and a syscall here would attract the
 				// stall to the bookkeeping instead of the event.
-				primes += primeEvent(p.maxPrime)
+				primes += primeEvent(p.MaxPrime)
 				tr.Record(t0, time.Since(t0), 0)
 			}
 			total.Add(int64(primes))

@@ -11,16 +11,16 @@ type Pinned interface {
 
 // PinCPUs: parallel keeps its workers on as many CPUs as it has threads.
 func (p *parallel) PinCPUs() int {
-	if p.pin {
-		return p.threads
+	if p.Pin {
+		return p.Threads
 	}
 	return 0
 }
 
 // PinCPUs: bursty keeps its workers on as many CPUs as it has threads.
 func (b *bursty) PinCPUs() int {
-	if b.pin {
-		return b.threads
+	if b.Pin {
+		return b.Threads
 	}
 	return 0
 }

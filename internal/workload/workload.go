@@ -29,10 +29,55 @@ type Workload interface {
 	Name() string
 	// Op names one timed operation ("burn", "burst", "event").
 	Op() string
-	// Params are the parsed parameters, for the trace.
-	Params() map[string]any
+	// Params are what the workload runs with, for the trace's spec, with
+	// the engine this binary runs it in (Engine).
+	Params() trace.Params
+	// Workers is how many threads run operations.
+	Workers() int
+	// ExpectedOp is the wall time one operation takes when nothing delays
+	// it, or 0 when the workload does not set it.
+	ExpectedOp() time.Duration
+	// Length is how long the workload runs when nothing delays it (at
+	// most that, where it may stop early).
+	Length() time.Duration
+	// Describe says in a few words what the workload does.
+	Describe() string
 	// Run runs the workload, printing to out.
 	Run(rec *Recorder, out io.Writer) error
+}
+
+// FromSpec makes the built-in workload a trace's spec ran, from its
+// params: the way back from Params, for reading a run's parameters and
+// for running it again (or modelling it). It fails for a command, and for
+// params that Parse would refuse.
+func FromSpec(s trace.Spec) (Workload, error) {
+	var w interface {
+		Workload
+		validate() error
+	}
+	p := s.Params
+	switch {
+	case p != nil && s.Workload == "periodic" && p.Periodic != nil:
+		w = &periodic{*p.Periodic}
+	case p != nil && s.Workload == "bursty" && p.Bursty != nil:
+		w = &bursty{*p.Bursty}
+	case p != nil && s.Workload == "parallel" && p.Parallel != nil:
+		w = &parallel{*p.Parallel}
+	default:
+		return nil, fmt.Errorf("the spec of workload %q has no parameters of a built-in workload", s.Workload)
+	}
+	if err := w.validate(); err != nil {
+		return nil, fmt.Errorf("workload %s: %w", s.Workload, err)
+	}
+	return w, nil
+}
+
+// threads says "1 thread" or "N threads", for Describe.
+func threads(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
 }
 
 type factory struct {

@@ -1,10 +1,14 @@
 package workload
 
 import (
+	"bytes"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 func TestParse(t *testing.T) {
@@ -21,8 +25,10 @@ func TestParse(t *testing.T) {
 			t.Errorf("%v: %v", g, err)
 			continue
 		}
-		if w.Name() != g[0] || w.Op() == "" || len(w.Params()) == 0 {
-			t.Errorf("%v: name %q op %q params %v", g, w.Name(), w.Op(), w.Params())
+		p := w.Params()
+		set := map[string]bool{"periodic": p.Periodic != nil, "bursty": p.Bursty != nil, "parallel": p.Parallel != nil}
+		if w.Name() != g[0] || w.Op() == "" || !set[g[0]] || len(p.Engine) == 0 {
+			t.Errorf("%v: name %q op %q params %+v", g, w.Name(), w.Op(), p)
 		}
 	}
 	bad := []struct {
@@ -110,6 +116,75 @@ func TestRunShort(t *testing.T) {
 		}
 		if res := rec.Result(w.Name()); res.Latency.Count == 0 {
 			t.Errorf("%s: no operations recorded", args[0])
+		}
+	}
+}
+
+// A workload comes back from its trace's spec, through the trace's JSON,
+// with the same parameters and the same knowledge of itself.
+func TestFromSpec(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		workers  int
+		expected time.Duration
+		length   time.Duration
+		describe string
+	}{
+		{[]string{"periodic", "--burn", "5ms", "--sleep", "100ms", "--iterations", "3", "--quiet"}, 1, 5 * time.Millisecond, 215 * time.Millisecond,
+			"1 thread: 5ms burns, sleep 100ms, 3 times"},
+		{[]string{"periodic", "--burn-cpu", "2ms", "--threads", "2"}, 2, 2 * time.Millisecond, 1940 * time.Millisecond,
+			"2 threads: 2ms CPU burns, sleep 100ms, 20 times"},
+		{[]string{"bursty", "--on", "50ms", "--off", "50ms", "--duration", "1s", "--jitter", "10ms", "--seed", "7"}, 1, 50 * time.Millisecond, time.Second,
+			"1 thread: 50ms bursts, idle 50ms±10ms, for 1s"},
+		{[]string{"bursty", "--on-cpu", "30ms", "--off", "137ms", "--threads", "4", "--pin=false"}, 4, 30 * time.Millisecond, 5 * time.Second,
+			"4 threads: 30ms CPU bursts, idle 137ms, for 5s"},
+		{[]string{"parallel", "--threads", "3", "--duration", "1s", "--max-prime", "100", "--events", "9"}, 3, 0, time.Second,
+			"3 threads: CPU events for 1s"},
+	} {
+		w, err := Parse(c.args[0], c.args[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		params := w.Params()
+		tr := trace.Trace{Schema: trace.Schema, Spec: trace.Spec{Workload: w.Name(), Args: c.args[1:], Params: &params}}
+		var buf bytes.Buffer
+		if err := tr.Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		back, err := trace.Read(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := FromSpec(back.Spec)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if !reflect.DeepEqual(got.Params(), params) || !reflect.DeepEqual(got, w) {
+			t.Errorf("%v: params %+v, want %+v", c.args, got.Params(), params)
+		}
+		if got.Workers() != c.workers || got.ExpectedOp() != c.expected || got.Length() != c.length || got.Describe() != c.describe {
+			t.Errorf("%v: workers %d, expected op %v, length %v, %q; want %d, %v, %v, %q", c.args,
+				got.Workers(), got.ExpectedOp(), got.Length(), got.Describe(), c.workers, c.expected, c.length, c.describe)
+		}
+	}
+}
+
+// FromSpec refuses what Parse would, and specs without a built-in
+// workload's parameters.
+func TestFromSpecErrors(t *testing.T) {
+	for _, c := range []struct {
+		spec trace.Spec
+		want string
+	}{
+		{trace.Spec{Workload: "command", Args: []string{"sleep", "1"}}, `workload "command" has no parameters`},
+		{trace.Spec{Workload: "bursty", Params: &trace.Params{Engine: trace.EngineC}}, `workload "bursty" has no parameters`},
+		{trace.Spec{Workload: "bursty", Params: &trace.Params{Periodic: &trace.PeriodicParams{Burn: 1, Iterations: 1, Threads: 1}}}, "has no parameters"},
+		{trace.Spec{Workload: "periodic", Params: &trace.Params{Periodic: &trace.PeriodicParams{Burn: time.Millisecond, Threads: 1}}}, "--iterations must be at least 1"},
+		{trace.Spec{Workload: "bursty", Params: &trace.Params{Bursty: &trace.BurstyParams{On: 1, Off: 1, Jitter: 2, Duration: 1, Threads: 1}}}, "--jitter"},
+		{trace.Spec{Workload: "parallel", Params: &trace.Params{Parallel: &trace.ParallelParams{Threads: 1, Duration: time.Second, MaxPrime: 2}}}, "--max-prime"},
+	} {
+		if w, err := FromSpec(c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v %v, want an error with %q", c.spec, w, err, c.want)
 		}
 	}
 }
