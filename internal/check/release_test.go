@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/golden"
 )
 
 // releaseDir holds traces written by release 74e6abc, before the spec's
@@ -60,5 +62,5 @@ func TestAnalyzeReleaseTraces(t *testing.T) {
 	if err := WriteText(&buf, &r); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, filepath.Join("testdata", "golden", "release-74e6abc.txt"), buf.Bytes())
+	golden.Check(t, filepath.Join("testdata", "golden", "release-74e6abc.txt"), buf.Bytes())
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/golden"
 )
 
 // Traces written by release 74e6abc, before the spec's params were typed
@@ -37,7 +39,7 @@ func TestReleaseTracesGolden(t *testing.T) {
 				if err := Write(&b, f.format, "", runs); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, name+f.ext, b.Bytes())
+				golden.Check(t, filepath.Join("testdata", "golden", name+f.ext), b.Bytes())
 			}
 		})
 	}
@@ -48,7 +50,7 @@ func TestReleaseTracesGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	golden(t, "release-74e6abc-single.txt", single.Bytes())
+	golden.Check(t, filepath.Join("testdata", "golden", "release-74e6abc-single.txt"), single.Bytes())
 }
 
 // The HTML report of the release's traces draws every run's timeline and
