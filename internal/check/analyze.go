@@ -16,6 +16,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
@@ -149,7 +150,7 @@ func analyzeRun(t *trace.Trace, th Thresholds) Run {
 				continue
 			}
 			run.Throttled++
-			if throttledUnderQuota(p, quotaNs, th) {
+			if p.ThrottledUnderQuota(time.Duration(quotaNs)) {
 				run.ThrottledUnderQuota++
 				incidents = append(incidents, Incident{StartNs: p.StartNs, EndNs: p.EndNs, UsageNs: p.UsageNs, ThrottledNs: p.ThrottledNs})
 			}
@@ -231,13 +232,6 @@ func analyzeRun(t *trace.Trace, th Thresholds) Run {
 	}
 	run.Incidents = incidents
 	return run
-}
-
-// throttledUnderQuota is check's definition of a period throttled under
-// quota: the kernel throttled it although the group used less than
-// th.UnderQuota of its quota in it.
-func throttledUnderQuota(p trace.Period, quotaNs int64, th Thresholds) bool {
-	return p.Throttled && float64(p.UsageNs) < th.UnderQuota*float64(quotaNs)
 }
 
 // op is one timed operation; first marks each thread's first.

@@ -23,7 +23,10 @@ const (
 // ones cfsprobe check uses; docs/check.md explains them.
 type Thresholds struct {
 	// UnderQuota: a throttled period is "under quota" when the group used
-	// less than this share of the quota in it.
+	// less than this share of the quota in it, at most as the readings
+	// allow and counting its debt (trace.Period.ThrottledUnderQuota: the
+	// one definition, which the exporter's counter uses too). Reported,
+	// not a setting: trace.UnderQuotaRatio.
 	UnderQuota float64 `json:"under_quota"`
 	// An operation is slow when it took at least SlowFactor times its
 	// expected time and at least SlowMinNs.
@@ -47,7 +50,7 @@ type Thresholds struct {
 // DefaultThresholds returns the thresholds of cfsprobe check.
 func DefaultThresholds() Thresholds {
 	return Thresholds{
-		UnderQuota: 0.5,
+		UnderQuota: trace.UnderQuotaRatio,
 		SlowFactor: 2, SlowMinNs: int64(20 * time.Millisecond),
 		MinPeriods:    30,
 		MinUnderQuota: 3, MinUnderQuotaShare: 0.02, MinCorroborating: 2,
