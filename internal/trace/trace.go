@@ -1,8 +1,10 @@
 // Package trace defines cfsprobe's trace: what ran, where, under which
-// limits, a per-period timeline, per-operation latencies and a summary.
-// The lab, the monitor and the simulator write traces; reports and the
-// recommender read them. The format is versioned JSON documented in
-// docs/trace.md.
+// limits, a per-period timeline, per-operation latencies and a summary,
+// and its one model of a period: Tracker turns a group's counter samples
+// into the kernel's enforcement periods for the lab (run, suites, check),
+// record and the monitor (top, exporter) alike. The lab and record write
+// traces; report and check read them. The format is versioned JSON
+// documented in docs/trace.md.
 package trace
 
 import (
