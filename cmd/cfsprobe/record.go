@@ -11,8 +11,6 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
-	"github.com/cfsprobe/cfsprobe/internal/report"
-	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 type recordFlags struct {
@@ -149,22 +147,5 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	if f.out != "" {
-		if err := tr.WriteFile(f.out); err != nil {
-			return err
-		}
-	}
-	if f.report != "" {
-		if err := saveReport(f.report, "", []*trace.Trace{tr}); err != nil {
-			return err
-		}
-	}
-	if f.json {
-		return tr.Write(c.OutOrStdout())
-	}
-	report.Summary(c.OutOrStdout(), tr)
-	if f.out != "" {
-		fmt.Fprintf(c.OutOrStdout(), "trace      %s\n", f.out)
-	}
-	return nil
+	return writeTrace(c, tr, f.out, f.report, f.json)
 }

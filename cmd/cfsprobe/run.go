@@ -191,25 +191,8 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	if f.out != "" {
-		if err := tr.WriteFile(f.out); err != nil {
-			return err
-		}
-	}
-	if f.report != "" {
-		if err := saveReport(f.report, "", []*trace.Trace{tr}); err != nil {
-			return err
-		}
-	}
-	if f.json {
-		if err := tr.Write(c.OutOrStdout()); err != nil {
-			return err
-		}
-	} else {
-		report.Summary(c.OutOrStdout(), tr)
-		if f.out != "" {
-			fmt.Fprintf(c.OutOrStdout(), "trace      %s\n", f.out)
-		}
+	if err := writeTrace(c, tr, f.out, f.report, f.json); err != nil {
+		return err
 	}
 	if tr.Spec.Workload == "command" && tr.Process.ExitCode > 0 {
 		return &exitError{tr.Process.ExitCode, nil}
@@ -264,5 +247,29 @@ func (f *runFlags) applyView(c *cobra.Command, cfg *lab.Config) error {
 	}
 	cfg.Env = append(cfg.Env, cpuview.Assignments(plan.Changes)...)
 	cfg.View = plan.TraceView()
+	return nil
+}
+
+// writeTrace saves a run's or a recording's trace to out (if given),
+// writes its report (if given), and prints it: as JSON with asJSON, else
+// its summary.
+func writeTrace(c *cobra.Command, tr *trace.Trace, out, reportPath string, asJSON bool) error {
+	if out != "" {
+		if err := tr.WriteFile(out); err != nil {
+			return err
+		}
+	}
+	if reportPath != "" {
+		if err := saveReport(reportPath, "", []*trace.Trace{tr}); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		return tr.Write(c.OutOrStdout())
+	}
+	report.Summary(c.OutOrStdout(), tr)
+	if out != "" {
+		fmt.Fprintf(c.OutOrStdout(), "trace      %s\n", out)
+	}
 	return nil
 }

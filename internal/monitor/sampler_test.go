@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -10,33 +9,6 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/trace/tracetest"
 )
-
-// summary is what the tests check of a run of periods.
-type summary struct {
-	periods, throttled, under int
-	minRatio, maxRatio        float64
-	minStall, maxStall        time.Duration
-}
-
-func summarize(ps []trace.Period, quota time.Duration) summary {
-	s := summary{minRatio: math.Inf(1), maxRatio: math.Inf(-1), minStall: time.Hour}
-	for _, p := range ps {
-		if p.Blurred {
-			continue
-		}
-		s.periods++
-		r := p.UsageRatio(quota)
-		s.minRatio, s.maxRatio = min(s.minRatio, r), max(s.maxRatio, r)
-		if p.Throttled {
-			s.throttled++
-			s.minStall, s.maxStall = min(s.minStall, time.Duration(p.StallNs)), max(s.maxStall, time.Duration(p.StallNs))
-		}
-		if p.ThrottledUnderQuota(quota) {
-			s.under++
-		}
-	}
-	return s
-}
 
 func TestHistogramObserve(t *testing.T) {
 	h := newHistogram([]float64{0.5, 1})
@@ -107,13 +79,13 @@ func TestFocus(t *testing.T) {
 			if want := 10*10 + 90*tc.perPeriod; float64(reads) > 1.15*want || float64(reads) < 0.85*want {
 				t.Errorf("%d readings in %d passes, want about %.0f", reads, passes, want)
 			}
-			s := summarize(ps[15:], lim.Quota) // the grid is pinned after ten to fifteen
+			s := tracetest.Summarize(ps[15:], lim.Quota) // the grid is pinned after ten to fifteen
 			wantRatio := tc.g.Usage(0).Seconds() / lim.Quota.Seconds()
-			if s.minRatio < wantRatio-0.05 || s.maxRatio > wantRatio+0.05 || s.under != 0 {
-				t.Errorf("usage ratio %.2f to %.2f (want %.2f), %d under quota", s.minRatio, s.maxRatio, wantRatio, s.under)
+			if s.MinRatio < wantRatio-0.05 || s.MaxRatio > wantRatio+0.05 || s.Under != 0 {
+				t.Errorf("usage ratio %.2f to %.2f (want %.2f), %d under quota", s.MinRatio, s.MaxRatio, wantRatio, s.Under)
 			}
-			if tc.g.Throttled(0) && (s.throttled != s.periods || s.minStall < 75*ms || s.maxStall > 85*ms) {
-				t.Errorf("%d of %d periods throttled, stalls %v to %v, want all, 80ms", s.throttled, s.periods, s.minStall, s.maxStall)
+			if tc.g.Throttled(0) && (s.Throttled != s.Periods || s.MinStall < 75*ms || s.MaxStall > 85*ms) {
+				t.Errorf("%d of %d periods throttled, stalls %v to %v, want all, 80ms", s.Throttled, s.Periods, s.MinStall, s.MaxStall)
 			}
 		})
 	}

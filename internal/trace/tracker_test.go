@@ -24,33 +24,6 @@ func track(samples []CounterSample, quota, period time.Duration, cpus int) []Per
 	return out
 }
 
-// summary is what the tests check of a run of periods.
-type summary struct {
-	periods, throttled, under int
-	minRatio, maxRatio        float64
-	minStall, maxStall        time.Duration
-}
-
-func summarize(ps []Period, quota time.Duration) summary {
-	s := summary{minRatio: math.Inf(1), maxRatio: math.Inf(-1), minStall: time.Hour}
-	for _, p := range ps {
-		if p.Blurred {
-			continue
-		}
-		s.periods++
-		r := p.UsageRatio(quota)
-		s.minRatio, s.maxRatio = min(s.minRatio, r), max(s.maxRatio, r)
-		if p.Throttled {
-			s.throttled++
-			s.minStall, s.maxStall = min(s.minStall, time.Duration(p.StallNs)), max(s.maxStall, time.Duration(p.StallNs))
-		}
-		if p.ThrottledUnderQuota(quota) {
-			s.under++
-		}
-	}
-	return s
-}
-
 // A group throttled in every period while it used a quarter of its
 // quota (the kernel defect cfsprobe check looks for) raises the
 // under-quota count in every period; a group throttled at its quota, as a
@@ -90,27 +63,27 @@ func TestPeriodsUnderQuota(t *testing.T) {
 			for seed := uint64(0); seed < 5; seed++ {
 				samples := tc.g.Samples(0, 50, true, seed)
 				ps := track(samples, quota, tc.g.Period, 2)
-				s := summarize(ps, quota)
+				s := tracetest.Summarize(ps, quota)
 				kernelThr := int(samples[len(samples)-1].NrThrottled - samples[0].NrThrottled)
 				// Every period is handed out; those before the grid is
 				// learnt to a millisecond are blurred.
-				if n := int(CountThrottled(ps)); n != kernelThr || s.periods < 20 {
-					t.Fatalf("seed %d: %d periods seen closely of %d, %d throttled; want 20 or more, and %d throttled as the kernel counted", seed, s.periods, len(ps), n, kernelThr)
+				if n := int(CountThrottled(ps)); n != kernelThr || s.Periods < 20 {
+					t.Fatalf("seed %d: %d periods seen closely of %d, %d throttled; want 20 or more, and %d throttled as the kernel counted", seed, s.Periods, len(ps), n, kernelThr)
 				}
 				if tc.wantUnder > 0 {
-					if float64(s.under) < tc.wantUnder*float64(s.throttled) {
-						t.Errorf("seed %d: %d of %d throttled periods under quota, want %.0f%% (usage ratio %.2f to %.2f)", seed, s.under, s.throttled, 100*tc.wantUnder, s.minRatio, s.maxRatio)
+					if float64(s.Under) < tc.wantUnder*float64(s.Throttled) {
+						t.Errorf("seed %d: %d of %d throttled periods under quota, want %.0f%% (usage ratio %.2f to %.2f)", seed, s.Under, s.Throttled, 100*tc.wantUnder, s.MinRatio, s.MaxRatio)
 					}
-					if s.maxRatio >= UnderQuotaRatio {
-						t.Errorf("seed %d: usage ratio up to %.2f, want about 0.25", seed, s.maxRatio)
+					if s.MaxRatio >= UnderQuotaRatio {
+						t.Errorf("seed %d: usage ratio up to %.2f, want about 0.25", seed, s.MaxRatio)
 					}
 					continue
 				}
-				if s.under != 0 {
-					t.Errorf("seed %d: %d periods under quota, want none (usage ratio %.2f to %.2f)", seed, s.under, s.minRatio, s.maxRatio)
+				if s.Under != 0 {
+					t.Errorf("seed %d: %d periods under quota, want none (usage ratio %.2f to %.2f)", seed, s.Under, s.MinRatio, s.MaxRatio)
 				}
-				if s.maxRatio > 1.15 {
-					t.Errorf("seed %d: usage ratio up to %.2f, want about 1", seed, s.maxRatio)
+				if s.MaxRatio > 1.15 {
+					t.Errorf("seed %d: usage ratio up to %.2f, want about 1", seed, s.MaxRatio)
 				}
 			}
 		})
@@ -177,9 +150,9 @@ func TestPeriodsStall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := track(tc.g.Samples(0, 30, true, 3), tc.g.Usage(0), tc.g.Period, tc.cpus)
-			s := summarize(ps, 100*tms)
-			if s.throttled < 10 {
-				t.Fatalf("%d throttled periods, want about 30", s.throttled)
+			s := tracetest.Summarize(ps, 100*tms)
+			if s.Throttled < 10 {
+				t.Fatalf("%d throttled periods, want about 30", s.Throttled)
 			}
 			for _, p := range ps[1:] {
 				if d := time.Duration(p.StallNs) - tc.want; p.Throttled && (d < -tc.tol || d > tc.tol) {
@@ -210,8 +183,8 @@ func TestPeriodsGapsAndResets(t *testing.T) {
 	if want := samples[len(samples)-1].NrPeriods - samples[0].NrPeriods; int64(len(ps)) != want {
 		t.Errorf("%d periods, want the %d the kernel counted", len(ps), want)
 	}
-	if s := summarize(ps, 20*tms); s.periods < 1 || s.periods > 19 {
-		t.Errorf("%d periods seen closely over 2 s of readings with a 1 s gap, want some, and none in the gap (at most 19)", s.periods)
+	if s := tracetest.Summarize(ps, 20*tms); s.Periods < 1 || s.Periods > 19 {
+		t.Errorf("%d periods seen closely over 2 s of readings with a 1 s gap, want some, and none in the gap (at most 19)", s.Periods)
 	}
 	for _, p := range ps {
 		if p.ThrottledUnderQuota(20 * tms) {

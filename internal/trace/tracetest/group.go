@@ -5,6 +5,7 @@
 package tracetest
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -103,3 +104,33 @@ func Never(int) bool { return false }
 
 // Const is a Usage or ThrottledTime that is always d.
 func Const(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+
+// Summary is what tests check of a run of periods: those seen closely
+// (not blurred), how many were throttled and throttled under quota, and
+// the range of their usage ratios and stalls.
+type Summary struct {
+	Periods, Throttled, Under int
+	MinRatio, MaxRatio        float64
+	MinStall, MaxStall        time.Duration
+}
+
+// Summarize sums up the periods of a group with the given quota.
+func Summarize(ps []trace.Period, quota time.Duration) Summary {
+	s := Summary{MinRatio: math.Inf(1), MaxRatio: math.Inf(-1), MinStall: time.Hour}
+	for _, p := range ps {
+		if p.Blurred {
+			continue
+		}
+		s.Periods++
+		r := p.UsageRatio(quota)
+		s.MinRatio, s.MaxRatio = min(s.MinRatio, r), max(s.MaxRatio, r)
+		if p.Throttled {
+			s.Throttled++
+			s.MinStall, s.MaxStall = min(s.MinStall, time.Duration(p.StallNs)), max(s.MaxStall, time.Duration(p.StallNs))
+		}
+		if p.ThrottledUnderQuota(quota) {
+			s.Under++
+		}
+	}
+	return s
+}
