@@ -237,10 +237,10 @@ func TestTopOnceJSONRealCgroups(t *testing.T) {
 		t.Fatalf("rows without figures: busy %+v idle %+v", b, i)
 	}
 	d := after.Sub(before)
-	t.Logf("kernel over %v: periods %d throttled %d (%v); top over %v: periods %d throttled %d (%v), usage %.3f CPUs, throttled %.0f%%, %.2f s/s, worst stall %v",
+	t.Logf("kernel over %v: periods %d throttled %d (%v); top over %v: periods %d throttled %d (%v), usage %.3f CPUs, throttled %.0f%%, %.2f s/s, worst stall %s",
 		wall.Round(time.Millisecond), d.NrPeriods, d.NrThrottled, time.Duration(d.ThrottledNs),
 		time.Duration(b.Interval.WallNs).Round(time.Millisecond), b.Interval.NrPeriods, b.Interval.NrThrottled, time.Duration(b.Interval.ThrottledNs),
-		*b.UsageCPUs, 100*(*b.ThrottledRatio), *b.ThrottledPerSecond, b.WorstStallNs)
+		*b.UsageCPUs, 100*(*b.ThrottledRatio), *b.ThrottledPerSecond, stallOf(b))
 
 	// top's interval lies within the test's: its counts are at most the
 	// kernel's over the whole run, and miss at most the periods of the
@@ -499,4 +499,13 @@ exec sleep 600`, f("stty.before"), bin, root, f("status"), f("stty.after"))
 			}
 		})
 	}
+}
+
+// stallOf is a row's worst stall for a log line ("-" when none was
+// measured).
+func stallOf(r top.Row) string {
+	if r.WorstStallNs == nil {
+		return "-"
+	}
+	return time.Duration(*r.WorstStallNs).String()
 }

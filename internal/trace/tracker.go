@@ -347,8 +347,11 @@ func (t *Tracker) finish(p Period) Period {
 type stopAt struct{ x, y int64 }
 
 // stopped places when the group stopped running in the period (s, e]: in
-// the last reading interval within it in which its usage grew; (s, s]
-// when it grew in none.
+// the last reading interval within it in which it ran, its usage growing
+// by more than a tenth of a CPU; (s, s] when it ran in none. (A throttled
+// group stands still, but not to the nanosecond: its tasks finish what
+// they were doing in the kernel, as Linux 6.18 throttles a task at its
+// return to user space, and ticks land late.)
 func (t *Tracker) stopped(s, e int64) stopAt {
 	for i := t.n - 1; i >= 1; i-- {
 		a, b := t.at(i-1), t.at(i)
@@ -358,7 +361,7 @@ func (t *Tracker) stopped(s, e int64) stopAt {
 		if a.T < s {
 			break
 		}
-		if b.UsageNs > a.UsageNs {
+		if (b.UsageNs-a.UsageNs)*10 > b.T-a.T {
 			return stopAt{a.T, b.T}
 		}
 	}
