@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// cfsprobe record follows a group that someone else made and throttles: a
+// shell loop in a hand-made group (mkdir in every hierarchy with cpu or
+// cpuacct, as cgcreate -g cpu,cpuacct:/x does), 0.2 CPUs. Its timeline's
+// throttled periods are the kernel's nr_throttled delta over the
+// recording (within what cpu.stat counted just before and after it);
+// report renders the trace; check --from-traces reads it; record --pid
+// finds the group of the loop.
+func TestRecordHandMadeGroup(t *testing.T) {
+	l := needCgroups(t)
+	name := fmt.Sprintf("cfsprobe-record-%d", os.Getpid())
+	var dirs []string
+	for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct} {
+		if h != nil && (len(dirs) == 0 || dirs[0] != filepath.Join(h.Dir, name)) {
+			dirs = append(dirs, filepath.Join(h.Dir, name))
+		}
+	}
+	var busy *exec.Cmd
+	t.Cleanup(func() {
+		if busy != nil && busy.Process != nil {
+			_ = busy.Process.Kill()
+			_ = busy.Wait()
+		}
+		for _, d := range dirs {
+			rmCgroup(t, d)
+		}
+		testenv.NoLeftovers(t, l, name)
+	})
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatalf("create cgroup: %v", err)
+		}
+	}
+	var err error
+	if l.CPU.Version == 2 {
+		err = cgroup.WriteFile(filepath.Join(dirs[0], "cpu.max"), "20000 100000")
+	} else {
+		err = cgroup.WriteFile(filepath.Join(dirs[0], "cpu.cfs_quota_us"), "20000")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy = exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if err := cgroup.WriteFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(busy.Process.Pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acct := ""
+	if len(dirs) > 1 {
+		acct = dirs[1]
+	}
+	stat := func() cgroup.Stat {
+		t.Helper()
+		s, err := cgroup.ReadStat(dirs[0], acct, l.CPU.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	out := filepath.Join(t.TempDir(), "recorded.json")
+	before := stat()
+	r := cfsprobe(t, "record", "/"+name, "--duration", "3s", "--out", out)
+	after := stat()
+	if r.code != 0 {
+		t.Fatalf("record: exit %d\n%s", r.code, r.stderr)
+	}
+	tr, err := trace.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tr.Summary
+	t.Logf("recorded %d periods, %d throttled (timeline %d); cpu.stat over the command: %d throttled; usage %.3f CPUs",
+		s.NrPeriods, s.NrThrottled, s.TimelineThrottled, after.NrThrottled-before.NrThrottled, s.CPURatio)
+	if tr.Spec.Workload != "recorded" || tr.Latency != nil || tr.Cgroup.Path != "/"+name {
+		t.Errorf("spec %+v, cgroup %+v, latency %v: want a recording of /%s without latency", tr.Spec, tr.Cgroup, tr.Latency, name)
+	}
+	if s.TimelineThrottled != s.NrThrottled || s.NrThrottled > after.NrThrottled-before.NrThrottled || s.NrThrottled < 25 {
+		t.Errorf("timeline throttled %d, recorded nr_throttled %d, cpu.stat %d over the command: want equal, at most cpu.stat's and about 30",
+			s.TimelineThrottled, s.NrThrottled, after.NrThrottled-before.NrThrottled)
+	}
+	if int64(len(tr.Periods)) != s.NrPeriods {
+		t.Errorf("%d periods in the timeline, the kernel counted %d", len(tr.Periods), s.NrPeriods)
+	}
+	if s.CPURatio < 0.1 || s.CPURatio > 0.3 {
+		t.Errorf("usage %.3f CPUs, want about the 0.2 CPU limit", s.CPURatio)
+	}
+
+	if r := cfsprobe(t, "report", out); r.code != 0 || !strings.Contains(r.stdout, "recorded /"+name) || !strings.Contains(r.stdout, "throttled") {
+		t.Errorf("report: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cfsprobe(t, "check", "--from-traces", out); r.code == 2 || r.code > 3 || !strings.Contains(r.stdout, "periods") {
+		t.Errorf("check --from-traces: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = cfsprobe(t, "record", "--pid", strconv.Itoa(busy.Process.Pid), "--duration", "500ms", "--json")
+	if r.code != 0 {
+		t.Fatalf("record --pid: exit %d\n%s", r.code, r.stderr)
+	}
+	byPID, err := trace.Read(strings.NewReader(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byPID.Cgroup.Path != "/"+name {
+		t.Errorf("record --pid %d recorded %s, want /%s", busy.Process.Pid, byPID.Cgroup.Path, name)
+	}
+}
