@@ -237,7 +237,10 @@ func TestRealThrottledGroup(t *testing.T) {
 	}
 	e := newPedantic(Options{Root: rt.root, ScanInterval: 200 * time.Millisecond, SamplerMaxGroups: 100, Host: ReadHost("/proc", "/sys"), Version: "test"})
 	url := serve(t, e)
-	time.Sleep(5 * time.Second)
+	// 8 s: the sampler counts a group's periods once it has learnt the
+	// group's period grid to 2 ms (docs/trace.md: blurred periods), a
+	// few seconds at ten readings a period.
+	time.Sleep(8 * time.Second)
 
 	path := "/" + rt.parent + "/q20"
 	g := monitor.Group{CPUDir: filepath.Join(rt.root.CPUDir, rt.parent, "q20"), AcctDir: filepath.Join(rt.root.AcctDir, rt.parent, "q20"), Version: rt.root.Version}
@@ -276,7 +279,7 @@ func TestRealThrottledGroup(t *testing.T) {
 		}
 	}
 	if before.NrThrottled < 20 {
-		t.Errorf("only %d throttled periods in 5 s under a 20%% quota", before.NrThrottled)
+		t.Errorf("only %d throttled periods in 8 s under a 20%% quota", before.NrThrottled)
 	}
 	if q := value("cfsprobe_cpu_quota_cpus"); q != 0.2 {
 		t.Errorf("quota %v CPUs, want 0.2", q)
