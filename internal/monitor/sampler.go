@@ -145,7 +145,7 @@ func (s *Sampler) Follow(targets []Target) {
 
 // newTracker is the period tracker of a group with the given limits.
 func (s *Sampler) newTracker(l cgroup.Limits) *trace.Tracker {
-	return trace.NewTracker(trace.TrackerConfig{Period: l.Period, Quota: max(l.Quota, 0), CPUs: s.opts.CPUs})
+	return trace.NewTracker(trace.TrackerConfig{Period: l.Period, Quota: l.Quota, CPUs: s.opts.CPUs})
 }
 
 // Groups is the number of groups followed.

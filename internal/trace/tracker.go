@@ -189,6 +189,7 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		onGrid = end == g
 	}
 	fineAB := b.T-a.T <= t.period/2
+	placed := onGrid && t.phase.w <= 2*endFine || b.T-a.T <= endFine
 	// Usage at the last boundary: interpolated, unless the period that
 	// ended there was throttled and stood still since before a: then
 	// nothing ran from a to the boundary, and all the group used in
@@ -199,10 +200,7 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	// about (usage + dtt) / period (see finish), counted high.
 	uEnd := t.usageAt(end)
 	if dp == 1 && dthr > 0 {
-		us := t.usageAt(end - t.period)
-		if t.haveEnd && (end-t.period-t.lastEnd)*2 < t.period && (t.lastEnd-end+t.period)*2 < t.period {
-			us = t.lastEndUsage
-		}
+		us, _ := t.startUsage(end - t.period)
 		c := max(math.Round(float64(uEnd-us+dtt)/float64(t.period)), 1)
 		if t.cpus > 0 {
 			c = min(c, float64(t.cpus))
@@ -221,17 +219,11 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	for j := 0; j < n; j++ {
 		e := end - int64(n-1-j)*t.period
 		s := e - t.period
-		ue, us := t.usageAt(e), t.usageAt(s)
+		ue := t.usageAt(e)
 		if j == n-1 {
 			ue = uEnd
 		}
-		// The previous period's end is this one's start, as it was
-		// taken; the grid may have been placed a little differently
-		// since (learnt more finely), but it is the same boundary.
-		prevEnd := t.haveEnd && (s-t.lastEnd)*2 < t.period && (t.lastEnd-s)*2 < t.period
-		if prevEnd {
-			us = t.lastEndUsage
-		}
+		us, prevEnd := t.startUsage(s)
 		// The true end is in (a, b], and within the grid's arc of
 		// uncertainty around e; the true start a period before.
 		hi := b.T - int64(n-1-j)*t.period
@@ -248,13 +240,12 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		// most half a period apart (not a starved sampler, not a group
 		// waking from idle), and the start after the first reading,
 		// unless the group ran nothing before it.
-		placed := onGrid && t.phase.w <= 2*endFine || b.T-a.T <= endFine
 		startPlaced := !prevEnd || t.lastEndPlaced
 		before := lo < t.at(0).T && !t.start
 		p.Blurred = !fineAB || !placed || !startPlaced || before || (s >= t.at(0).T && !t.fine(s))
 		ps = append(ps, p)
 	}
-	t.lastEnd, t.lastEndUsage, t.haveEnd, t.lastEndPlaced = end, uEnd, true, onGrid && t.phase.w <= 2*endFine || b.T-a.T <= endFine
+	t.lastEnd, t.lastEndUsage, t.haveEnd, t.lastEndPlaced = end, uEnd, true, placed
 	dt := int(min(dthr, dp))
 	if dt > 0 {
 		// Mark the dt periods that used the most CPU (the latest of equals).
@@ -284,6 +275,17 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	t.emitPending(emit)
 	t.pending = append(t.pending[:0], ps...)
 	t.scratch = ps
+}
+
+// startUsage is the usage counter at s, the start of a period: the
+// previous period's end as it was taken, when s is that boundary (the
+// grid may have been placed a little differently since, learnt more
+// finely, but it is the same boundary); else interpolated.
+func (t *Tracker) startUsage(s int64) (us int64, prevEnd bool) {
+	if t.haveEnd && (s-t.lastEnd)*2 < t.period && (t.lastEnd-s)*2 < t.period {
+		return t.lastEndUsage, true
+	}
+	return t.usageAt(s), false
 }
 
 // gridAtOrBefore is the latest grid point at or before x.
