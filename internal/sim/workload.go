@@ -34,7 +34,9 @@ import (
 //     time, until --duration has passed when it would start the next (or
 //     --events are done in all). One operation per event.
 //
-// Threads start at time 0. Pinning follows workload.PinLast: with fewer
+// A sleep of d ends d + TimerSlack later (a thread's clock_nanosleep is
+// an hrtimer of that slack), and nothing else of the engine's own time
+// between operations is modelled. Threads start at time 0. Pinning follows workload.PinLast: with fewer
 // threads than usable CPUs (the group's cpuset, else all the host's) a
 // pinned workload keeps to that many CPUs, the last ones; each of its
 // threads is placed on one of them (the scheduler spreads busy threads
@@ -286,6 +288,24 @@ func BuiltinThreads(spec trace.Spec, usable []int, eventCPU time.Duration) ([]Th
 	return threads, nil
 }
 
+// TimerSlack is how late a sleep ends: Linux's default timer slack of a
+// normal thread (timer_slack_ns, 50 µs), by which its hrtimer may fire
+// late to be coalesced with others, and does on a CPU that nothing else
+// wakes. On the runs, the engine's 50 ms sleeps took 50.05 to 50.14 ms.
+// It matters: a workload locked to the period (bursty's 50 ms on, 50 ms
+// off under a 10 ms quota: each burst ends at a refill) drifts against
+// the period by it, every cycle, until a burst misses the refill and
+// takes a period more.
+const TimerSlack = 50 * time.Microsecond
+
+// sleep is a sleep of d from now: the engine's sleep_ns.
+func sleep(now, d time.Duration) Step {
+	if d <= 0 {
+		return Step{Kind: Sleep, Until: now}
+	}
+	return Step{Kind: Sleep, Until: now + d + TimerSlack}
+}
+
 // op is a one-step operation.
 func op(s Step) Step {
 	s.OpStart, s.OpEnd = true, true
@@ -313,7 +333,7 @@ func (t *periodic) Next(now time.Duration, _ *rand.Rand) Step {
 		t.burning = false
 		t.done++
 		if t.done < t.p.Iterations {
-			return Step{Kind: Sleep, Until: now + t.p.Sleep}
+			return sleep(now, t.p.Sleep)
 		}
 	}
 	if t.done >= t.p.Iterations {
@@ -337,7 +357,7 @@ func (t *bursty) Next(now time.Duration, _ *rand.Rand) Step {
 		if rest := t.p.Duration - now; rest < off {
 			off = max(rest, 0)
 		}
-		return Step{Kind: Sleep, Until: now + off}
+		return sleep(now, off)
 	}
 	if now >= t.p.Duration {
 		return Step{Kind: Exit}

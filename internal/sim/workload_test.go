@@ -55,9 +55,9 @@ func threadsOf(t *testing.T, spec trace.Spec, usable []int, event time.Duration)
 	return th
 }
 
-// periodic: a burn (one operation), a sleep, ..., the last burn without
-// a sleep after it; wall-time burns spin to their end, CPU-time burns ask
-// for CPU time.
+// periodic: a burn (one operation), a sleep (ending the timer slack
+// late), ..., the last burn without a sleep after it; wall-time burns
+// spin to their end, CPU-time burns ask for CPU time.
 func TestPeriodicSteps(t *testing.T) {
 	th := threadsOf(t, specOf(t, "periodic", "--burn", "5ms", "--sleep", "100ms", "--iterations", "3", "--threads", "2"), []int{0, 1, 2, 3}, 0)
 	if len(th) != 2 || th[0].Pin != -1 || th[1].Pin != -1 {
@@ -65,20 +65,22 @@ func TestPeriodicSteps(t *testing.T) {
 	}
 	spin := func(until time.Duration) Step { return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true} }
 	sleep := func(until time.Duration) Step { return Step{Kind: Sleep, Until: until} }
-	want := []Step{spin(5 * ms), sleep(105 * ms), spin(110 * ms), sleep(210 * ms), spin(215 * ms), {Kind: Exit}}
+	const sl = TimerSlack
+	want := []Step{spin(5 * ms), sleep(105*ms + sl), spin(110*ms + sl), sleep(210*ms + 2*sl), spin(215*ms + 2*sl), {Kind: Exit}}
 	if got := steps(th[0].Behavior); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
 	}
 	th = threadsOf(t, specOf(t, "periodic", "--burn-cpu", "3ms", "--sleep", "10ms", "--iterations", "2"), []int{0}, 0)
 	burn := Step{Kind: Burn, CPU: 3 * ms, OpStart: true, OpEnd: true}
-	want = []Step{burn, sleep(13 * ms), burn, {Kind: Exit}}
+	want = []Step{burn, sleep(13*ms + sl), burn, {Kind: Exit}}
 	if got := steps(th[0].Behavior); !reflect.DeepEqual(got, want) {
 		t.Errorf("CPU burns: steps\n%+v\nwant\n%+v", got, want)
 	}
 }
 
 // bursty: bursts until --duration, each followed by --off plus the
-// engine's jitter draw, the last idle time cut at the end.
+// engine's jitter draw (and the timer slack), the last idle time cut at
+// the end.
 func TestBurstySteps(t *testing.T) {
 	spec := specOf(t, "bursty", "--on", "30ms", "--off", "50ms", "--jitter", "20ms", "--duration", "300ms", "--seed", "9")
 	th := threadsOf(t, spec, []int{0, 1}, 0)
@@ -89,6 +91,9 @@ func TestBurstySteps(t *testing.T) {
 		want = append(want, Step{Kind: Spin, Until: now + 30*ms, OpStart: true, OpEnd: true})
 		now += 30 * ms
 		off := min(50*ms+draw(), max(300*ms-now, 0))
+		if off > 0 {
+			off += TimerSlack
+		}
 		now += off
 		want = append(want, Step{Kind: Sleep, Until: now})
 	}
