@@ -236,7 +236,8 @@ func workloadArgs(c *cobra.Command, args []string) (name string, flags []string,
 	}
 	for _, a := range flags {
 		flag, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "--") && c.Flags().Lookup(flag) != nil && !workload.HasFlag(name, flag) {
+		// --help after the workload is the workload's (its usage).
+		if strings.HasPrefix(a, "--") && flag != "help" && c.Flags().Lookup(flag) != nil && !workload.HasFlag(name, flag) {
 			return "", nil, usageErr("%s is a flag of %s, not of the %s workload: put it before the workload's name", a, c.CommandPath(), name)
 		}
 	}
