@@ -204,18 +204,12 @@ func (p *Plan) Run() (*trace.Trace, error) {
 			return nil, fmt.Errorf("measure the parallel workload's event on this host: %w", err)
 		}
 	}
-	var threads []Thread
-	var err error
-	if p.threads != nil {
-		threads, err = p.threads()
-	} else {
-		threads, err = BuiltinThreads(p.spec, p.usable, eventCPU)
-	}
-	if err != nil {
-		return nil, err
+	threads := p.threads
+	if threads == nil {
+		threads = func() ([]Thread, error) { return BuiltinThreads(p.spec, p.usable, eventCPU) }
 	}
 	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed}
-	res, err := Run(cfg, threads)
+	res, err := runToClose(cfg, threads)
 	if err != nil {
 		return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
 	}
