@@ -1,0 +1,391 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// This file is replay: a trace's per-period demand (a lab run, a
+// recorded live group, another simulation) turned into simulated threads,
+// so that it can be simulated under other limits. docs/simulate.md
+// ("Replay") describes the method, its assumptions and its limits.
+//
+// A throttled period's usage is a lower bound of what the group wanted:
+// it stood still for the period's stall. What it would have done then is
+// taken to be the work of the time it stood still at the parallelism it
+// ran with (running CPUs × stall); whether that is extra demand or the
+// same work done later depends on the workload (Demand):
+//
+//   - closed: a closed loop (fixed work; a client that waits for each
+//     answer): the stall only delayed the work. The replay is the run
+//     with its stalls cut out: the same work, sooner, and every pause
+//     kept as it was.
+//   - open: work arrives on its own clock and queues while the group
+//     stands still. The work missed in a stall is extra demand of that
+//     period, and the usage of later periods that served it is not new.
+//   - timed: a loop that runs for a time, not for an amount of work
+//     (a busy-wait for a wall time, a run for a duration): the work
+//     missed in a stall is never done. The replay keeps the group
+//     running through the stall.
+//
+// The work of a period arrives at its start and runs at the group's
+// parallelism (where a throttled period shows the group ran from its
+// start until the quota ran out); each CPU's share is a lane, one
+// simulated thread, that keeps the workload's response to a limit: a
+// closed lane's pauses are relative to the end of its work, an open
+// lane's work arrives at fixed times and queues, a timed lane spins until
+// a fixed time.
+
+// Demand names how a workload answers its group standing still: how the
+// work a throttled period could not do is reconstructed.
+type Demand string
+
+const (
+	// DemandClosed: the work was delayed, not lost or added to.
+	DemandClosed Demand = "closed"
+	// DemandOpen: work kept arriving and queued.
+	DemandOpen Demand = "open"
+	// DemandTimed: the work of the time the group stood still was lost.
+	DemandTimed Demand = "timed"
+)
+
+// Demands lists the methods.
+func Demands() []Demand { return []Demand{DemandClosed, DemandOpen, DemandTimed} }
+
+// ParseDemand reads a method's name.
+func ParseDemand(s string) (Demand, error) {
+	for _, d := range Demands() {
+		if string(d) == s {
+			return d, nil
+		}
+	}
+	names := make([]string, len(Demands()))
+	for i, d := range Demands() {
+		names[i] = string(d)
+	}
+	return "", fmt.Errorf("demand %q is not one of %s", s, strings.Join(names, ", "))
+}
+
+// ReplayOptions say how to replay a trace.
+type ReplayOptions struct {
+	// Demand is the method ("": the trace's own, TraceDemand).
+	Demand Demand
+	// Parallelism is the number of CPUs the group's work runs on at once
+	// (0: read from the trace, see docs/simulate.md).
+	Parallelism int
+	// Scale multiplies the demand: each period's work, at Scale times the
+	// parallelism, in the same time (0: 1).
+	Scale float64
+	// Source names the trace in the record (its file).
+	Source string
+}
+
+// MaxReplayScale bounds ReplayOptions.Scale.
+const MaxReplayScale = 100
+
+// MaxReplayLanes bounds the simulated threads of a replay (the
+// parallelism times the scale).
+const MaxReplayLanes = 4096
+
+// ErrNoPeriods is a trace without periods: there is no demand to replay.
+var ErrNoPeriods = errors.New("the trace has no periods")
+
+// Replay turns a trace's per-period demand into simulated threads, and
+// says how in the record the simulated trace keeps (spec.simulated.replay).
+// The threads' time 0 is the start of the trace's first period. Errors
+// are the trace's (ErrNoPeriods, no period length) or the options'.
+func Replay(tr *trace.Trace, opt ReplayOptions) ([]Thread, *trace.Replay, error) {
+	d, rec, err := reconstruct(tr, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d.threads(), rec, nil
+}
+
+// TraceDemand is the method a trace is replayed with by default, and who
+// chose it: a built-in workload's flags say whether it burns CPU time
+// (closed) or wall time (timed); anything else, a command or a recorded
+// group, is taken for a service whose requests come on their own (open).
+func TraceDemand(spec trace.Spec) (Demand, string) {
+	if p := spec.Params; p != nil {
+		// --burn-cpu and --on-cpu, when set, take the place of --burn
+		// and --on; parallel runs for --duration unless --events ends it.
+		switch {
+		case p.Periodic != nil && p.Periodic.BurnCPU > 0, p.Bursty != nil && p.Bursty.OnCPU > 0,
+			p.Parallel != nil && p.Parallel.Events > 0:
+			return DemandClosed, "params"
+		case p.Periodic != nil, p.Bursty != nil, p.Parallel != nil:
+			return DemandTimed, "params"
+		}
+	}
+	return DemandOpen, "default"
+}
+
+// burst is the work that arrives at one period's start.
+type burst struct {
+	at time.Duration // since the replay's start
+	// work is CPU time; par the CPUs it runs on at once; wall how long
+	// it takes there (work/par; for timed, how long it spins).
+	work time.Duration
+	par  float64
+	wall time.Duration
+}
+
+// lane is the share of the burst of the lane'th CPU: the time it is busy,
+// the whole wall time for every lane but a fractional last one (so a
+// closed or open lane burns that much CPU).
+func (b burst) lane(l int) time.Duration {
+	f := min(1, b.par-float64(l))
+	if f <= 0 {
+		return 0
+	}
+	return time.Duration(f * float64(b.wall))
+}
+
+// lanes is how many simulated threads the burst needs.
+func (b burst) lanes() int { return int(math.Ceil(b.par - 1e-9)) }
+
+// demand is a reconstructed trace.
+type demand struct {
+	method Demand
+	bursts []burst
+}
+
+// reconstruct works out the demand of every period of a trace.
+func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, error) {
+	if len(tr.Periods) == 0 {
+		return demand{}, nil, ErrNoPeriods
+	}
+	scale := opt.Scale
+	if scale == 0 {
+		scale = 1
+	}
+	if math.IsNaN(scale) || scale <= 0 || scale > MaxReplayScale {
+		return demand{}, nil, fmt.Errorf("scale %v is outside (0, %d]", scale, MaxReplayScale)
+	}
+	method, from := opt.Demand, "given"
+	if method == "" {
+		method, from = TraceDemand(tr.Spec)
+	} else if _, err := ParseDemand(string(method)); err != nil {
+		return demand{}, nil, err
+	}
+	if opt.Parallelism < 0 {
+		return demand{}, nil, fmt.Errorf("parallelism %d is negative", opt.Parallelism)
+	}
+	ps, err := readPeriods(tr)
+	if err != nil {
+		return demand{}, nil, err
+	}
+	par, parFrom := opt.Parallelism, "given"
+	if par == 0 {
+		par, parFrom = parallelism(tr, ps)
+	}
+	if lanes := math.Ceil(float64(par) * scale); lanes > MaxReplayLanes {
+		return demand{}, nil, fmt.Errorf("parallelism %d × scale %v needs %v simulated threads, more than %d", par, scale, lanes, MaxReplayLanes)
+	}
+
+	d := demand{method: method, bursts: make([]burst, 0, len(ps))}
+	var backlog, cut, demanded, used time.Duration
+	for _, p := range ps {
+		used += p.usage
+		b := burst{at: p.start, work: p.usage, par: max(float64(par), p.running)}
+		if p.stall > 0 {
+			// It ran from the period's start until it was stopped, on
+			// the CPUs the kernel stopped.
+			b.par = max(p.running, float64(p.stopped), 1)
+		}
+		switch method {
+		case DemandClosed:
+			b.at -= cut
+			cut += p.stall
+		case DemandOpen:
+			served := min(backlog, b.work)
+			backlog -= served
+			missed := time.Duration(p.running * float64(p.stall))
+			backlog += missed
+			b.work += missed - served
+			if p.stall == 0 && p.running < float64(par) {
+				// It was idle at some point: it had caught up.
+				backlog = 0
+			}
+		case DemandTimed:
+			if p.stall > 0 {
+				b.par, b.wall = p.running, p.length
+				b.work = time.Duration(p.running * float64(p.length))
+			}
+		}
+		if b.work <= 0 || b.par <= 0 {
+			continue
+		}
+		b.work = time.Duration(float64(b.work) * scale)
+		b.par *= scale
+		if b.wall == 0 {
+			b.wall = time.Duration(float64(b.work) / b.par)
+		}
+		demanded += b.work
+		d.bursts = append(d.bursts, b)
+	}
+	rec := &trace.Replay{
+		Source: opt.Source, Workload: tr.Spec.Workload, Limits: tr.Limits, Periods: len(tr.Periods), UsageNs: int64(used),
+		Demand: string(method), DemandFrom: from, Parallelism: par, ParallelismFrom: parFrom,
+		Scale: scale, DemandNs: int64(demanded),
+	}
+	return d, rec, nil
+}
+
+// period is what replay reads of a trace's period.
+type period struct {
+	start, length, usage, stall time.Duration
+	// running: CPUs busy while not stopped; stopped: CPUs the kernel
+	// stopped (0 when not throttled).
+	running float64
+	stopped int
+	blurred bool
+}
+
+// readPeriods reads the periods, times from the first one's start, and
+// fills what traces written before a field existed lack: the stall from
+// the throttled time, the running CPUs from the usage.
+func readPeriods(tr *trace.Trace) ([]period, error) {
+	t0 := tr.Periods[0].StartNs
+	out := make([]period, len(tr.Periods))
+	for i, tp := range tr.Periods {
+		p := period{start: time.Duration(tp.StartNs - t0), length: time.Duration(tp.EndNs - tp.StartNs),
+			usage: time.Duration(max(tp.UsageNs, 0)), stopped: tp.StoppedCPUs, blurred: tp.Blurred}
+		if p.length <= 0 {
+			return nil, fmt.Errorf("period %d (start_ns %d) ends at %d, not after its start", i, tp.StartNs, tp.EndNs)
+		}
+		if tp.Throttled {
+			p.stall = time.Duration(tp.StallNs)
+			if p.stall == 0 && tp.ThrottledNs > 0 {
+				p.stall = time.Duration(tp.ThrottledNs / int64(max(tp.StoppedCPUs, 1)))
+			}
+			// Keep a moment of running, so that the running CPUs stay
+			// finite.
+			p.stall = min(p.stall, p.length-p.length/100)
+			p.stopped = max(p.stopped, 1)
+		} else {
+			p.stopped = 0
+		}
+		p.running = float64(p.usage) / float64(p.length-p.stall)
+		out[i] = p
+	}
+	return out, nil
+}
+
+// parallelism is the number of CPUs a trace's group kept busy when it had
+// work, and where that was read: a built-in workload's threads (on at
+// most the CPUs it could use); else the most CPUs the kernel stopped in
+// a throttled period (the CPUs with runnable threads when the quota ran
+// out); else the running CPUs of its busiest period, rounded up. Blurred
+// periods, whose usage is an interpolation, are not read.
+func parallelism(tr *trace.Trace, ps []period) (int, string) {
+	cpus := tr.Host.CPUs
+	if set, err := cgroup.ParseCPUList(tr.Limits.Cpuset); err == nil && len(set) > 0 && (cpus == 0 || len(set) < cpus) {
+		cpus = len(set)
+	}
+	bound := func(n int) int {
+		if cpus > 0 {
+			n = min(n, cpus)
+		}
+		return max(n, 1)
+	}
+	if p := tr.Spec.Params; p != nil {
+		switch {
+		case p.Periodic != nil:
+			return bound(p.Periodic.Threads), "params"
+		case p.Bursty != nil:
+			return bound(p.Bursty.Threads), "params"
+		case p.Parallel != nil:
+			return bound(p.Parallel.Threads), "params"
+		}
+	}
+	stopped, running := 0, 0.0
+	for _, p := range ps {
+		if p.blurred {
+			continue
+		}
+		stopped = max(stopped, p.stopped)
+		if p.stall == 0 {
+			running = max(running, p.running)
+		}
+	}
+	if stopped > 0 {
+		return bound(stopped), "stopped_cpus"
+	}
+	// A tenth of a CPU of slack: a reading a little late is not one
+	// more CPU.
+	return bound(int(math.Ceil(running - 0.1))), "running_cpus"
+}
+
+// threads are the lanes that replay the bursts.
+func (d demand) threads() []Thread {
+	n := 0
+	for _, b := range d.bursts {
+		n = max(n, b.lanes())
+	}
+	out := make([]Thread, n)
+	for l := range out {
+		var steps []laneStep
+		var end time.Duration // of the lane's previous burst, in the reconstructed time
+		for _, b := range d.bursts {
+			share := b.lane(l)
+			if share <= 0 {
+				continue
+			}
+			switch d.method {
+			case DemandClosed:
+				// The pause before is kept, from the end of the lane's
+				// previous work.
+				steps = append(steps, laneStep{kind: Sleep, d: max(b.at-end, 0), relative: true},
+					laneStep{kind: Burn, d: share})
+			case DemandOpen:
+				steps = append(steps, laneStep{kind: Sleep, d: b.at},
+					laneStep{kind: Burn, d: share})
+			case DemandTimed:
+				steps = append(steps, laneStep{kind: Sleep, d: b.at}, laneStep{kind: Spin, d: b.at + share})
+			}
+			end = b.at + share
+		}
+		out[l] = Thread{Pin: -1, Behavior: &lane{steps: steps}}
+	}
+	return out
+}
+
+// laneStep is one step of a lane: d is the CPU time of a Burn, the time
+// a Spin or a Sleep lasts until, or with relative the length of a Sleep.
+type laneStep struct {
+	kind     StepKind
+	d        time.Duration
+	relative bool
+}
+
+// lane is one replayed thread: its steps, in turn; a Sleep or Spin whose
+// time has passed is skipped (open work queues, a timed spin is lost).
+type lane struct {
+	steps []laneStep
+	next  int
+}
+
+func (l *lane) Next(now time.Duration, _ *rand.Rand) Step {
+	for l.next < len(l.steps) {
+		s := l.steps[l.next]
+		l.next++
+		switch {
+		case s.kind == Burn && s.d > 0:
+			return Step{Kind: Burn, CPU: s.d}
+		case s.kind == Sleep && s.relative && s.d > 0:
+			return Step{Kind: Sleep, Until: now + s.d}
+		case (s.kind == Sleep || s.kind == Spin) && !s.relative && s.d > now:
+			return Step{Kind: s.kind, Until: s.d}
+		}
+	}
+	return Step{Kind: Exit}
+}
