@@ -142,6 +142,7 @@ type engine struct {
 	ops         []trace.Sample
 	phase       [2]int64
 	err         error
+	verify      func(*engine) error // tests: a check after every event
 }
 
 func newEngine(c Config, threads []Thread) *engine {
@@ -257,6 +258,11 @@ func (e *engine) run() error {
 			break
 		}
 		e.dispatch(s)
+		if e.verify != nil {
+			if err := e.verify(e); err != nil {
+				e.failf("sim: at %v: %w", time.Duration(e.now), err)
+			}
+		}
 	}
 	if e.err != nil {
 		return e.err
@@ -268,11 +274,9 @@ func (e *engine) run() error {
 func (e *engine) dispatch(s int32) {
 	n := int32(len(e.cpus))
 	switch {
-	case s < n:
-		e.h.clear(s)
+	case s < n: // re-armed or cleared by stepDone
 		e.stepDone(s)
-	case s < e.fixed:
-		e.h.clear(s)
+	case s < e.fixed: // re-armed or cleared by wake
 		e.wake(s - n)
 	default:
 		switch s - e.fixed {
@@ -302,11 +306,23 @@ func (e *engine) armSample() {
 	e.h.set(e.fixed+slotSample, t)
 }
 
+// counters are the group's cpu.stat and usage at now. The usage is the
+// CPU time the threads used up to now: the kernel's counter lags by up
+// to a tick per running CPU (it moves when a thread is charged), which
+// would make a reading between two ticks see a busy group stand still;
+// the model reports the time itself, so that each period gets what ran
+// in it.
 func (e *engine) counters() trace.CounterSample {
 	b := &e.bw[0]
+	usage := e.usage
+	for i := range e.cpus {
+		if c := &e.cpus[i]; c.cur >= 0 {
+			usage += e.now - c.lastCharge
+		}
+	}
 	return trace.CounterSample{
 		T:           e.now,
-		UsageNs:     e.usage,
+		UsageNs:     usage,
 		NrPeriods:   b.nrPeriods,
 		NrThrottled: b.nrThrottled,
 		ThrottledNs: b.throttledTime,

@@ -11,35 +11,32 @@ const never = math.MaxInt64
 // again moves it in place, so the event loop allocates nothing. Ties go
 // by the slot's rank (so that, at one instant, the period timer runs
 // before the tick), then by slot number: the order is deterministic.
+// The heap holds each entry's key, so that sifting reads one array.
 type timers struct {
-	at   []int64 // per slot; never when not armed
-	rank []uint8 // per slot
-	heap []int32 // slots, heap-ordered
+	heap []timer
 	pos  []int32 // slot -> index in heap, -1 when not armed
+	rank []uint8 // per slot
+}
+
+type timer struct {
+	at  int64
+	key uint32 // rank<<24 | slot
+}
+
+func (a timer) before(b timer) bool {
+	return a.at < b.at || (a.at == b.at && a.key < b.key)
 }
 
 func newTimers(slots int) *timers {
 	h := &timers{
-		at:   make([]int64, slots),
-		rank: make([]uint8, slots),
-		heap: make([]int32, 0, slots),
+		heap: make([]timer, 0, slots),
 		pos:  make([]int32, slots),
+		rank: make([]uint8, slots),
 	}
 	for i := range h.pos {
 		h.pos[i] = -1
-		h.at[i] = never
 	}
 	return h
-}
-
-func (h *timers) less(a, b int32) bool {
-	if ta, tb := h.at[a], h.at[b]; ta != tb {
-		return ta < tb
-	}
-	if ra, rb := h.rank[a], h.rank[b]; ra != rb {
-		return ra < rb
-	}
-	return a < b
 }
 
 // min is the earliest armed slot and its time (-1, never when none).
@@ -47,8 +44,15 @@ func (h *timers) min() (int32, int64) {
 	if len(h.heap) == 0 {
 		return -1, never
 	}
-	s := h.heap[0]
-	return s, h.at[s]
+	return int32(h.heap[0].key & (1<<24 - 1)), h.heap[0].at
+}
+
+// at is when slot s fires (never when not armed).
+func (h *timers) at(s int32) int64 {
+	if i := h.pos[s]; i >= 0 {
+		return h.heap[i].at
+	}
+	return never
 }
 
 // set arms slot s for time t (never disarms it).
@@ -57,73 +61,73 @@ func (h *timers) set(s int32, t int64) {
 		h.clear(s)
 		return
 	}
-	old := h.at[s]
-	h.at[s] = t
+	x := timer{at: t, key: uint32(h.rank[s])<<24 | uint32(s)}
 	i := h.pos[s]
 	if i < 0 {
-		i = int32(len(h.heap))
-		h.heap = append(h.heap, s)
-		h.pos[s] = i
-		h.up(i)
+		h.heap = append(h.heap, x)
+		h.up(int32(len(h.heap)-1), x)
 		return
 	}
-	if t < old {
-		h.up(i)
-	} else if t > old {
-		h.down(i)
+	if x.before(h.heap[i]) {
+		h.up(i, x)
+	} else {
+		h.down(i, x)
 	}
 }
 
 func (h *timers) clear(s int32) {
 	i := h.pos[s]
-	h.at[s] = never
 	if i < 0 {
 		return
 	}
-	last := int32(len(h.heap) - 1)
-	if i != last {
-		h.swap(i, last)
-	}
-	h.heap = h.heap[:last]
 	h.pos[s] = -1
-	if i != last {
-		h.down(i)
-		h.up(i)
+	last := int32(len(h.heap) - 1)
+	x := h.heap[last]
+	h.heap = h.heap[:last]
+	if i == last {
+		return
+	}
+	if i > 0 && x.before(h.heap[(i-1)/2]) {
+		h.up(i, x)
+	} else {
+		h.down(i, x)
 	}
 }
 
-func (h *timers) swap(i, j int32) {
-	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
-	h.pos[h.heap[i]] = i
-	h.pos[h.heap[j]] = j
-}
-
-func (h *timers) up(i int32) {
+// up places x at hole i or above.
+func (h *timers) up(i int32, x timer) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(h.heap[i], h.heap[p]) {
-			return
+		if !x.before(h.heap[p]) {
+			break
 		}
-		h.swap(i, p)
+		h.heap[i] = h.heap[p]
+		h.pos[h.heap[i].key&(1<<24-1)] = i
 		i = p
 	}
+	h.heap[i] = x
+	h.pos[x.key&(1<<24-1)] = i
 }
 
-func (h *timers) down(i int32) {
+// down places x at hole i or below.
+func (h *timers) down(i int32, x timer) {
 	n := int32(len(h.heap))
 	for {
 		l := 2*i + 1
 		if l >= n {
-			return
+			break
 		}
 		m := l
-		if r := l + 1; r < n && h.less(h.heap[r], h.heap[l]) {
+		if r := l + 1; r < n && h.heap[r].before(h.heap[l]) {
 			m = r
 		}
-		if !h.less(h.heap[m], h.heap[i]) {
-			return
+		if !h.heap[m].before(x) {
+			break
 		}
-		h.swap(i, m)
+		h.heap[i] = h.heap[m]
+		h.pos[h.heap[i].key&(1<<24-1)] = i
 		i = m
 	}
+	h.heap[i] = x
+	h.pos[x.key&(1<<24-1)] = i
 }

@@ -41,13 +41,15 @@ func (e *engine) startThread(i int32) {
 
 // resume acts on a step handed to a thread that is on no CPU.
 func (e *engine) resume(i int32, s tstate) {
-	t := &e.threads[i]
-	switch s {
-	case tQueued:
+	slot := int32(len(e.cpus)) + i
+	if s == tSleeping {
+		e.h.set(slot, e.threads[i].until)
+		return
+	}
+	e.h.clear(slot)
+	if s == tQueued {
 		e.enqueue(i, e.selectCPU(i), true)
-	case tSleeping:
-		e.h.set(int32(len(e.cpus))+i, t.until)
-	case tExited:
+	} else {
 		e.exited(i)
 	}
 }
@@ -122,6 +124,9 @@ func (e *engine) opDone(i int32) {
 		return
 	}
 	t.inOp = false
+	if len(e.ops) == cap(e.ops) { // double: append's growth copies too often for long runs
+		e.ops = append(make([]trace.Sample, 0, max(1024, 2*cap(e.ops))), e.ops...)
+	}
 	e.ops = append(e.ops, trace.Sample{StartNs: t.opStart, WallNs: e.now - t.opStart, CPUNs: t.ran - t.opCPU, Thread: int(i)})
 }
 
