@@ -2,8 +2,8 @@ package sim
 
 import (
 	"errors"
-	"math/rand/v2"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
