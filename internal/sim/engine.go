@@ -102,8 +102,7 @@ const (
 const (
 	rankPeriod = iota
 	rankSlack
-	rankCPU
-	rankWake
+	rankThread
 	rankTick
 	rankSample
 	rankEnd
@@ -189,13 +188,13 @@ func newEngine(c Config, threads []Thread) *engine {
 	e.minGran = 750 * int64(time.Microsecond) * factor
 	e.wakeGran = int64(time.Millisecond) * factor
 
-	e.fixed = int32(n + len(threads))
+	// A thread's timer is its step's end while it runs, its wake-up
+	// while it sleeps: one slot, re-armed in place as it goes from one
+	// to the other.
+	e.fixed = int32(len(threads))
 	e.h = newTimers(int(e.fixed) + nFixedSlots)
-	for i := 0; i < n; i++ {
-		e.h.rank[i] = rankCPU
-	}
 	for i := range threads {
-		e.h.rank[n+i] = rankWake
+		e.h.rank[i] = rankThread
 	}
 	ranks := [nFixedSlots]uint8{rankTick, rankPeriod, rankPeriod, rankSlack, rankSlack, rankSample, rankEnd}
 	for i, r := range ranks {
@@ -272,12 +271,13 @@ func (e *engine) run() error {
 }
 
 func (e *engine) dispatch(s int32) {
-	n := int32(len(e.cpus))
 	switch {
-	case s < n: // re-armed or cleared by stepDone
-		e.stepDone(s)
-	case s < e.fixed: // re-armed or cleared by wake
-		e.wake(s - n)
+	case s < e.fixed: // re-armed or cleared by stepDone, wake
+		if t := &e.threads[s]; t.state == tRunning {
+			e.stepDone(t.cpu)
+		} else {
+			e.wake(s)
+		}
 	default:
 		switch s - e.fixed {
 		case slotTick:

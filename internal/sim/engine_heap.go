@@ -5,18 +5,22 @@ import "math"
 // never is the time of a timer that is not armed.
 const never = math.MaxInt64
 
-// timers is an indexed binary min-heap of a fixed set of timer slots
+// timers is an indexed 4-ary min-heap of a fixed set of timer slots
 // (each CPU's step completion, each thread's wake-up, the tick, the
 // period and slack timers, the next reading, the end): arming a slot
 // again moves it in place, so the event loop allocates nothing. Ties go
 // by the slot's rank (so that, at one instant, the period timer runs
 // before the tick), then by slot number: the order is deterministic.
-// The heap holds each entry's key, so that sifting reads one array.
+// The heap holds each entry's key, so that sifting reads one array; four
+// children a node halve its depth, and most operations sift down.
 type timers struct {
 	heap []timer
 	pos  []int32 // slot -> index in heap, -1 when not armed
 	rank []uint8 // per slot
 }
+
+// slotMask takes the slot from a timer's key.
+const slotMask = 1<<24 - 1
 
 type timer struct {
 	at  int64
@@ -44,15 +48,7 @@ func (h *timers) min() (int32, int64) {
 	if len(h.heap) == 0 {
 		return -1, never
 	}
-	return int32(h.heap[0].key & (1<<24 - 1)), h.heap[0].at
-}
-
-// at is when slot s fires (never when not armed).
-func (h *timers) at(s int32) int64 {
-	if i := h.pos[s]; i >= 0 {
-		return h.heap[i].at
-	}
-	return never
+	return int32(h.heap[0].key & slotMask), h.heap[0].at
 }
 
 // set arms slot s for time t (never disarms it).
@@ -87,7 +83,7 @@ func (h *timers) clear(s int32) {
 	if i == last {
 		return
 	}
-	if i > 0 && x.before(h.heap[(i-1)/2]) {
+	if i > 0 && x.before(h.heap[(i-1)/4]) {
 		h.up(i, x)
 	} else {
 		h.down(i, x)
@@ -97,37 +93,44 @@ func (h *timers) clear(s int32) {
 // up places x at hole i or above.
 func (h *timers) up(i int32, x timer) {
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / 4
 		if !x.before(h.heap[p]) {
 			break
 		}
 		h.heap[i] = h.heap[p]
-		h.pos[h.heap[i].key&(1<<24-1)] = i
+		h.pos[h.heap[i].key&slotMask] = i
 		i = p
 	}
 	h.heap[i] = x
-	h.pos[x.key&(1<<24-1)] = i
+	h.pos[x.key&slotMask] = i
 }
 
 // down places x at hole i or below.
 func (h *timers) down(i int32, x timer) {
-	n := int32(len(h.heap))
+	hp := h.heap
+	n := int32(len(hp))
 	for {
-		l := 2*i + 1
+		l := 4*i + 1
 		if l >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && h.heap[r].before(h.heap[l]) {
-			m = r
+		m, mv := l, hp[l]
+		if c := l + 1; c < n && hp[c].before(mv) {
+			m, mv = c, hp[c]
 		}
-		if !h.heap[m].before(x) {
+		if c := l + 2; c < n && hp[c].before(mv) {
+			m, mv = c, hp[c]
+		}
+		if c := l + 3; c < n && hp[c].before(mv) {
+			m, mv = c, hp[c]
+		}
+		if !mv.before(x) {
 			break
 		}
-		h.heap[i] = h.heap[m]
-		h.pos[h.heap[i].key&(1<<24-1)] = i
+		hp[i] = mv
+		h.pos[mv.key&slotMask] = i
 		i = m
 	}
-	h.heap[i] = x
-	h.pos[x.key&(1<<24-1)] = i
+	hp[i] = x
+	h.pos[x.key&slotMask] = i
 }
