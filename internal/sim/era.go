@@ -36,12 +36,13 @@ import (
 //     removed expiry: local runtime lives until used or returned.
 //   - 5.14: f4183717b370 ("sched/fair: Introduce the burstable CFS
 //     controller", v5.14-rc1): the pool is refilled by adding the quota,
-//     up to quota + burst, and also while the group is idle; bcb1704a1ed2
-//     (v5.15) added nr_bursts and burst_time, which this era counts. It
-//     counts the throttled time of a run queue throttled with no thread
-//     on it, as kernels did until 79462e8c879a ("sched: don't account
-//     throttle time for empty groups", v6.6); 6.6 to 6.17 are given this
-//     era all the same.
+//     up to quota + burst, and also while the group is idle;
+//     bcb1704a1ed2 ("sched/fair: Add cfs bandwidth burst statistics")
+//     added nr_bursts and burst_time, which this era counts. It counts
+//     the throttled time of a run queue throttled with no thread on it,
+//     as kernels did until 79462e8c879a ("sched: don't account throttle
+//     time for empty groups", v6.6); 6.6 to 6.17 are given this era all
+//     the same.
 //   - 6.18: the task-based throttling series (v6.18-rc1; e1fad12dcb66
 //     "sched/fair: Switch to task based throttle model", eb962f251fbb
 //     "sched/fair: Task based throttle time accounting"): a throttled
