@@ -41,13 +41,17 @@ func (e *engine) startThread(i int32) {
 
 // resume acts on a step handed to a thread that is on no CPU.
 func (e *engine) resume(i int32, s tstate) {
-	t := &e.threads[i]
-	switch s {
-	case tQueued:
+	if s == tSleeping {
+		e.h.set(i, e.threads[i].until)
+		return
+	}
+	if s == tQueued {
 		e.enqueue(i, e.selectCPU(i), true)
-	case tSleeping:
-		e.h.set(int32(len(e.cpus))+i, t.until)
-	case tExited:
+		if e.threads[i].state != tRunning { // else re-armed for its step's end
+			e.h.clear(i)
+		}
+	} else {
+		e.h.clear(i)
 		e.exited(i)
 	}
 }
@@ -122,6 +126,9 @@ func (e *engine) opDone(i int32) {
 		return
 	}
 	t.inOp = false
+	if len(e.ops) == cap(e.ops) { // double: append's growth copies too often for long runs
+		e.ops = append(make([]trace.Sample, 0, max(1024, 2*cap(e.ops))), e.ops...)
+	}
 	e.ops = append(e.ops, trace.Sample{StartNs: t.opStart, WallNs: e.now - t.opStart, CPUNs: t.ran - t.opCPU, Thread: int(i)})
 }
 
@@ -143,14 +150,16 @@ func (e *engine) progress(ci int32) {
 	c.runStart = e.now
 }
 
-// armCompletion arms CPU ci's timer for when its thread's step ends.
+// armCompletion arms the timer of CPU ci's thread for when its step
+// ends.
 func (e *engine) armCompletion(ci int32) {
-	t := &e.threads[e.cpus[ci].cur]
+	i := e.cpus[ci].cur
+	t := &e.threads[i]
 	at := e.now + t.need
 	if t.kind == Spin {
 		at = max(t.until, e.now)
 	}
-	e.h.set(ci, at)
+	e.h.set(i, at)
 }
 
 // stepDone is CPU ci's thread finishing its Burn or Spin.
@@ -163,9 +172,10 @@ func (e *engine) stepDone(ci int32) {
 		e.armCompletion(ci)
 	case tSleeping:
 		e.block(ci)
-		e.h.set(int32(len(e.cpus))+i, e.threads[i].until)
+		e.h.set(i, e.threads[i].until)
 	case tExited:
 		e.block(ci)
+		e.h.clear(i)
 		e.exited(i)
 	}
 }
@@ -182,7 +192,6 @@ func (e *engine) block(ci int32) {
 	t.lag = t.vrun - c.minV
 	c.cur = -1
 	e.running--
-	e.h.clear(ci)
 	c.rq[0].nr--
 	if c.rq[0].nr == 0 {
 		e.returnRuntime(ci, 0)
@@ -209,7 +218,7 @@ func (e *engine) deschedule(ci int32) {
 	e.push(ci, i)
 	c.cur = -1
 	e.running--
-	e.h.clear(ci)
+	e.h.clear(i)
 }
 
 // preempt makes CPU ci's thread yield to the next.
