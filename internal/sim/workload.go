@@ -36,11 +36,12 @@ import (
 //
 // A sleep of d ends d + TimerSlack later (a thread's clock_nanosleep is
 // an hrtimer of that slack), and nothing else of the engine's own time
-// between operations is modelled. Threads start at time 0. Pinning follows workload.PinLast: with fewer
-// threads than usable CPUs (the group's cpuset, else all the host's) a
-// pinned workload keeps to that many CPUs, the last ones; each of its
-// threads is placed on one of them (the scheduler spreads busy threads
-// one per CPU). Otherwise threads are free.
+// between operations is modelled. Threads start at time 0. Pinning
+// follows workload.PinLast: with fewer threads than usable CPUs (the
+// group's cpuset, else all the host's) a pinned workload keeps to that
+// many CPUs, the last ones; each of its threads is placed on one of them
+// (the scheduler spreads busy threads one per CPU). Otherwise threads are
+// free.
 
 // Setup is one simulated run: what cfsprobe simulate and cfsprobe suite
 // --simulate ask for.
@@ -111,7 +112,7 @@ func Prepare(s Setup) (*Plan, error) {
 	if err := s.Limits.Validate(); err != nil {
 		return ue(err)
 	}
-	if s.Limits.Burst > 0 && !hasBurst(s.Era) {
+	if s.Limits.Burst > 0 && !modelOf(s.Era).burst {
 		return ue(&cgroup.LimitError{Field: cgroup.FieldBurst, Value: s.Limits.Burst.String(), Err: cgroup.ErrNoBurst,
 			Reason: fmt.Sprintf("needs CPU burst, which kernel era %s does not have (era %s and later have it)", s.Era, Era5_14)})
 	}
