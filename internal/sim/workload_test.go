@@ -12,7 +12,6 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
-
 // specOf is the spec of a built-in workload run with args.
 func specOf(t *testing.T, name string, args ...string) trace.Spec {
 	t.Helper()
