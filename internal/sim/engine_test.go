@@ -17,7 +17,7 @@ import (
 func mixed(era Era, cpus int, quota time.Duration, d time.Duration) (Config, []Thread) {
 	th := []Thread{{Pin: -1, Behavior: busy{}}}
 	for i := 0; i < 2*cpus; i++ {
-		th = append(th, Thread{Pin: -1, Behavior: &bursty{burn: 3 * time.Millisecond, sleep: 15 * time.Millisecond}})
+		th = append(th, Thread{Pin: -1, Behavior: bursty(3*time.Millisecond, 15*time.Millisecond)})
 	}
 	return Config{Era: era, CPUs: cpus, Limits: cgroup.Limits{Quota: quota}, Seed: 7, Duration: d}, th
 }
