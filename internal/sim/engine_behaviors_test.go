@@ -26,15 +26,17 @@ type cycle struct {
 
 func (c *cycle) Next(now time.Duration, rng *rand.Rand) Step {
 	c.sleeping = !c.sleeping
-	cpu, sleep := c.cpu, c.sleep
+	d := c.sleep
+	if c.sleeping {
+		d = c.cpu
+	}
 	if c.random {
-		cpu = time.Duration(rng.ExpFloat64()*float64(cpu)) + time.Microsecond
-		sleep = time.Duration(rng.ExpFloat64() * float64(sleep))
+		d = time.Duration(rng.ExpFloat64()*float64(d)) + time.Microsecond // never a burn of nothing
 	}
 	if c.sleeping {
-		return Step{Kind: Burn, CPU: cpu, OpStart: true, OpEnd: true}
+		return Step{Kind: Burn, CPU: d, OpStart: true, OpEnd: true}
 	}
-	return Step{Kind: Sleep, Until: now + sleep}
+	return Step{Kind: Sleep, Until: now + d}
 }
 
 // bursty is cycle at random.
