@@ -15,7 +15,7 @@ import (
 func benchConfig() (Config, []Thread) {
 	th := make([]Thread, 64)
 	for i := range th {
-		th[i] = Thread{Pin: -1, Behavior: &bursty{burn: 5 * time.Millisecond, sleep: 20 * time.Millisecond}}
+		th[i] = Thread{Pin: -1, Behavior: bursty(5*time.Millisecond, 20*time.Millisecond)}
 	}
 	return Config{Era: Era5_14, CPUs: 16, Limits: cgroup.Limits{Quota: 800 * time.Millisecond}, Duration: 60 * time.Second, Seed: 1}, th
 }

@@ -209,8 +209,8 @@ func newEngine(c Config, threads []Thread) *engine {
 	e.every = period / 10
 	e.nextRegular = e.every
 	e.afterAt = never
-	if c.Duration > 0 {
-		e.samples = make([]trace.CounterSample, 0, int(int64(c.Duration)/e.every)+2*int(int64(c.Duration)/period)+8)
+	if c.Duration > 0 { // room for the readings of the whole run, within reason
+		e.samples = make([]trace.CounterSample, 0, min(int64(c.Duration)/e.every+2*int64(c.Duration)/period+8, 1<<20))
 	}
 	return e
 }

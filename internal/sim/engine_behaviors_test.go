@@ -15,34 +15,32 @@ type busy struct{}
 
 func (busy) Next(time.Duration, *rand.Rand) Step { return Step{Kind: Burn, CPU: time.Second} }
 
-// cycle repeats: burn cpu (one operation), then sleep.
+// cycle repeats: burn cpu (one operation), then sleep; with random, each
+// burn and each sleep is drawn from an exponential distribution of that
+// mean (a bursty program).
 type cycle struct {
 	cpu, sleep time.Duration
+	random     bool
 	sleeping   bool
 }
 
-func (c *cycle) Next(now time.Duration, _ *rand.Rand) Step {
+func (c *cycle) Next(now time.Duration, rng *rand.Rand) Step {
 	c.sleeping = !c.sleeping
+	d := c.sleep
 	if c.sleeping {
-		return Step{Kind: Burn, CPU: c.cpu, OpStart: true, OpEnd: true}
+		d = c.cpu
 	}
-	return Step{Kind: Sleep, Until: now + c.sleep}
+	if c.random {
+		d = time.Duration(rng.ExpFloat64()*float64(d)) + time.Microsecond // never a burn of nothing
+	}
+	if c.sleeping {
+		return Step{Kind: Burn, CPU: d, OpStart: true, OpEnd: true}
+	}
+	return Step{Kind: Sleep, Until: now + d}
 }
 
-// bursty repeats: a burst of CPU (exponential, mean burn; one
-// operation), then a sleep (exponential, mean sleep).
-type bursty struct {
-	burn, sleep time.Duration
-	sleeping    bool
-}
-
-func (b *bursty) Next(now time.Duration, rng *rand.Rand) Step {
-	b.sleeping = !b.sleeping
-	if b.sleeping {
-		return Step{Kind: Burn, CPU: time.Duration(rng.ExpFloat64()*float64(b.burn)) + time.Microsecond, OpStart: true, OpEnd: true}
-	}
-	return Step{Kind: Sleep, Until: now + time.Duration(rng.ExpFloat64()*float64(b.sleep))}
-}
+// bursty is cycle at random.
+func bursty(burn, sleep time.Duration) *cycle { return &cycle{cpu: burn, sleep: sleep, random: true} }
 
 // fibFast is fibtest's fast thread (indeedeng/fibtest, fibtest.c): a
 // million Fibonacci iterations (about a millisecond) between checks of

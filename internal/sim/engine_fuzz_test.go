@@ -63,10 +63,7 @@ func fuzzCase(eraI, cpus uint8, quotaMs, periodMs, burstMs, slice100us uint16, n
 		if pins&(1<<(i%8)) != 0 {
 			pin = i % n
 		}
-		th = append(th, Thread{Pin: pin, Behavior: &bursty{
-			burn:  time.Duration(1+int(burnUs)) * time.Microsecond * 10,
-			sleep: time.Duration(1+int(sleepUs)) * time.Microsecond * 10,
-		}})
+		th = append(th, Thread{Pin: pin, Behavior: bursty(time.Duration(1+int(burnUs))*time.Microsecond*10, time.Duration(1+int(sleepUs))*time.Microsecond*10)})
 	}
 	if pins&1 != 0 {
 		th[0].Pin = 0

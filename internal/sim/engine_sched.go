@@ -132,14 +132,24 @@ func (e *engine) opDone(i int32) {
 	e.ops = append(e.ops, trace.Sample{StartNs: t.opStart, WallNs: e.now - t.opStart, CPUNs: t.ran - t.opCPU, Thread: int(i)})
 }
 
+// ranSince is how long CPU c's thread has run since *mark (0 when none
+// runs), and moves the mark to now. A CPU keeps two marks: how far its
+// thread's step has come (runStart) and how far it has been charged
+// (lastCharge), which moves only at the tick and at scheduling events.
+func (e *engine) ranSince(c *cpu, mark *int64) int64 {
+	if c.cur < 0 || e.now <= *mark {
+		return 0
+	}
+	d := e.now - *mark
+	*mark = e.now
+	return d
+}
+
 // progress brings the running thread's CPU time up to now.
 func (e *engine) progress(ci int32) {
 	c := &e.cpus[ci]
-	if c.cur < 0 {
-		return
-	}
-	d := e.now - c.runStart
-	if d <= 0 {
+	d := e.ranSince(c, &c.runStart)
+	if d == 0 {
 		return
 	}
 	t := &e.threads[c.cur]
@@ -147,7 +157,6 @@ func (e *engine) progress(ci int32) {
 	if t.kind == Burn {
 		t.need -= d
 	}
-	c.runStart = e.now
 }
 
 // armCompletion arms the timer of CPU ci's thread for when its step

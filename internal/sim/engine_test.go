@@ -17,7 +17,7 @@ import (
 func mixed(era Era, cpus int, quota time.Duration, d time.Duration) (Config, []Thread) {
 	th := []Thread{{Pin: -1, Behavior: busy{}}}
 	for i := 0; i < 2*cpus; i++ {
-		th = append(th, Thread{Pin: -1, Behavior: &bursty{burn: 3 * time.Millisecond, sleep: 15 * time.Millisecond}})
+		th = append(th, Thread{Pin: -1, Behavior: bursty(3*time.Millisecond, 15*time.Millisecond)})
 	}
 	return Config{Era: era, CPUs: cpus, Limits: cgroup.Limits{Quota: quota}, Seed: 7, Duration: d}, th
 }
@@ -281,4 +281,59 @@ func ExampleRun() {
 	last := r.Samples[len(r.Samples)-1]
 	fmt.Println(last.NrThrottled > 0, len(r.Ops) > 0)
 	// Output: true true
+}
+
+// TestSlackTimer: runtime a CPU gives back goes to throttled CPUs 5ms
+// later (the slack timer), unless the refill is due within 7ms; the
+// timer does nothing within 2ms of the refill.
+func TestSlackTimer(t *testing.T) {
+	ms := int64(time.Millisecond)
+	setup := func(toRefill int64) *engine {
+		c, err := normalize(Config{Era: Era5_14, CPUs: 2, Limits: cgroup.Limits{Quota: 20 * time.Millisecond}}, []Thread{{Pin: -1, Behavior: busy{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(c, []Thread{{Pin: -1, Behavior: busy{}}})
+		e.now = 1000 * ms
+		b := &e.bw[0]
+		b.next, b.runtime = e.now+toRefill, 0
+		e.cpus[0].rq[0].remaining = -ms // CPU 0 overran and is throttled
+		e.throttle(0, 0)
+		e.cpus[1].rq[0].remaining = 9 * ms // CPU 1's last thread leaves with 9ms
+		e.returnRuntime(1, 0)
+		return e
+	}
+	slack := func(e *engine) int32 { return e.fixed + slotSlack0 }
+
+	e := setup(50 * ms)
+	if e.bw[0].runtime != 8*ms || e.cpus[1].rq[0].remaining != ms {
+		t.Fatalf("after the return: pool %v, CPU 1 keeps %v; want 8ms and min_cfs_rq_runtime", time.Duration(e.bw[0].runtime), time.Duration(e.cpus[1].rq[0].remaining))
+	}
+	at := armedAt(e.h, slack(e))
+	if at != e.now+5*ms {
+		t.Fatalf("the slack timer is not armed 5ms on (at %v)", time.Duration(at-e.now))
+	}
+	e.now = at
+	e.slackTimer(0)
+	if e.cpus[0].rq[0].throttled || e.cpus[0].rq[0].remaining != 1 || e.bw[0].runtime != 7*ms-1 {
+		t.Errorf("after the slack timer: CPU 0 throttled %v with %v, pool %v; want unthrottled with 1ns", e.cpus[0].rq[0].throttled, e.cpus[0].rq[0].remaining, e.bw[0].runtime)
+	}
+
+	if e := setup(6 * ms); e.bw[0].slackOn {
+		t.Error("the slack timer was started 6ms before the refill")
+	}
+	e = setup(8 * ms)
+	e.now += 6500 * int64(time.Microsecond)
+	e.slackTimer(0)
+	if !e.cpus[0].rq[0].throttled {
+		t.Error("the slack timer handed out runtime 1.5ms before the refill")
+	}
+}
+
+// armedAt is when slot s fires (never when it is not armed).
+func armedAt(h *timers, s int32) int64 {
+	if i := h.pos[s]; i >= 0 {
+		return h.heap[i].at
+	}
+	return never
 }
