@@ -327,7 +327,7 @@ func parallelism(tr *trace.Trace, ps []period) (int, string) {
 
 // threads are the lanes that replay the bursts.
 func (d demand) threads() []Thread {
-	n := 0
+	n := 1 // a group that used no CPU is replayed as one idle lane
 	for _, b := range d.bursts {
 		n = max(n, b.lanes())
 	}

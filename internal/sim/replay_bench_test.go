@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// replayBenchTrace is a lab run of 1,011 periods on the reference host
+// (cfsprobe run --quota 60ms bursty --threads 2 --on-cpu 70ms --off 110ms
+// --jitter 60ms --duration 101s; 46 % of its periods throttled), its
+// per-operation samples left out.
+const replayBenchTrace = "testdata/replay/lab-bursty-2-threads-0.6cpu-1011-periods.json"
+
+// candidateLimits are 20 quotas a user might weigh for a group: 0.1 to
+// 2 CPUs in steps of 0.1, per 100 ms period.
+func candidateLimits() []cgroup.Limits {
+	out := make([]cgroup.Limits, 20)
+	for i := range out {
+		out[i] = cgroup.Limits{Period: 100 * time.Millisecond, Quota: time.Duration(i+1) * 10 * time.Millisecond}
+	}
+	return out
+}
+
+// replayCandidates replays tr under every limit, as cfsprobe simulate
+// replay would, to the timeline of each.
+func replayCandidates(tb testing.TB, tr *trace.Trace, limits []cgroup.Limits) [][]trace.Period {
+	out := make([][]trace.Period, len(limits))
+	for i, lim := range limits {
+		threads, _, err := Replay(tr, ReplayOptions{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		res, err := Run(Config{Era: Era6_18, CPUs: tr.Host.CPUs, Limits: lim, Seed: 1}, threads)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[i] = trace.BuildTimeline(res.Samples, trace.TrackerConfig{Period: lim.Period, Quota: lim.Quota, CPUs: tr.Host.CPUs, FromStart: true})
+	}
+	return out
+}
+
+// Must-show 6 (replay's half): a 1,000-period recorded trace replayed
+// under 20 candidate limits in under 5 s in all. bench/run.sh records it.
+func BenchmarkReplay20Limits(b *testing.B) {
+	tr, err := trace.ReadFile(replayBenchTrace)
+	if err != nil {
+		b.Fatal(err)
+	}
+	limits := candidateLimits()
+	b.ResetTimer()
+	for b.Loop() {
+		replayCandidates(b, tr, limits)
+	}
+	b.ReportMetric(float64(len(tr.Periods)), "periods")
+	b.ReportMetric(float64(len(limits)), "limits")
+}
