@@ -17,6 +17,12 @@
 #              of the quota, twice and half of it, and LXCFS; then under
 #              all the host's CPUs with and without a view of half
 #              (bench/cpuview-nginx.sh; REPS, DURATION, CASES pass through).
+#   sim-validate
+#              the simulator against this host's kernel (root, about four
+#              minutes): every scenario of the four built-in suites
+#              (--quick), measured and simulated on the model of this
+#              host's kernel era and CPUs, side by side
+#              (cfsprobe suite NAME --quick --compare).
 #
 # `make bench` builds bin/cfsprobe and runs every section.
 set -euo pipefail
@@ -24,7 +30,7 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 RESULTS=bench/RESULTS.md
-all=(exporter cpuview-nginx)
+all=(exporter cpuview-nginx sim-validate)
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=("${all[@]}")
 
@@ -73,10 +79,40 @@ bench_cpuview_nginx() {
 	rm -f "$out"
 }
 
+bench_sim_validate() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "bench: the sim-validate section measures on real cgroups: run it as root" >&2
+		return 1
+	fi
+	make build
+	local out run st suite
+	out=$(mktemp)
+	run=$(mktemp)
+	{
+		echo "Run $(date -u '+%Y-%m-%d %H:%M UTC') by $(bin/cfsprobe version) on $(hostname): Linux $(uname -r), $(nproc) CPUs, cgroup $(stat -fc %T /sys/fs/cgroup) at /sys/fs/cgroup, load before: $(cut -d' ' -f1-3 /proc/loadavg)."
+		for suite in aggressive-cfs burst bursty-limits threads-vs-quota; do
+			st=0
+			bin/cfsprobe suite "$suite" --quick --compare --parent cfsprobe-bench-sim >"$run" 2>/dev/null || st=$?
+			if [ "$st" -gt 1 ]; then # 1: an expectation of the suite was not met
+				echo "bench: cfsprobe suite $suite --quick --compare failed (exit $st)" >&2
+				rm -f "$out" "$run"
+				return 1
+			fi
+			printf '\n### %s\n\n```\n' "$suite"
+			sed -n '/^measured on this host/,/scenarios agree/p' "$run"
+			printf '```\n'
+		done
+		printf '\nLoad after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	} >"$out"
+	record sim-validate "$out"
+	rm -f "$out" "$run"
+}
+
 for s in "${sections[@]}"; do
 	case $s in
 	exporter) bench_exporter ;;
 	cpuview-nginx) bench_cpuview_nginx ;;
+	sim-validate) bench_sim_validate ;;
 	*)
 		echo "bench: no section $s (sections: ${all[*]})" >&2
 		exit 2

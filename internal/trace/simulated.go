@@ -36,4 +36,8 @@ type Simulated struct {
 	Threads int `json:"threads"`
 	// Parent is the parent group's limits when it had a quota of its own.
 	Parent *Limits `json:"parent,omitempty"`
+	// EventCPUNs is the CPU time of one event of the parallel workload
+	// the simulation used: given (cfsprobe simulate --event-cpu) or
+	// measured on the host that simulated (absent for other workloads).
+	EventCPUNs int64 `json:"event_cpu_ns,omitempty"`
 }
