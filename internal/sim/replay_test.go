@@ -275,3 +275,34 @@ func TestReplayErrors(t *testing.T) {
 		t.Errorf("no periods: %v is not ErrNoPeriods", err)
 	}
 }
+
+// A trace replayed under its own limits comes back as itself: the lab run
+// of the benchmark (1,011 periods, 46 % throttled under 0.6 CPU) replays
+// to about as many periods and the same throttled ratio, within 5 points;
+// and under the 20 candidate quotas the ratio falls as the quota grows,
+// to none once the quota holds both threads' bursts.
+func TestReplayUnderItsOwnLimits(t *testing.T) {
+	src, err := trace.ReadFile(replayBenchTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := candidateLimits()
+	trs := replayCandidates(t, replayBenchTrace, src.Host.CPUs, limits)
+	own := trs[5]
+	if limits[5] != src.Limits.Cgroup() {
+		t.Fatalf("candidate 5 is %+v, the source ran under %+v", limits[5], src.Limits.Cgroup())
+	}
+	n, m := len(own.Periods), len(src.Periods)
+	t.Logf("under its own limits: %d periods, %.3f throttled; the source %d, %.3f", n, own.Summary.ThrottledRatio, m, src.Summary.ThrottledRatio)
+	if math.Abs(float64(n-m)) > 0.05*float64(m) || math.Abs(own.Summary.ThrottledRatio-src.Summary.ThrottledRatio) > 0.05 {
+		t.Errorf("replayed under its own limits: %d periods, %.3f throttled; the source has %d, %.3f", n, own.Summary.ThrottledRatio, m, src.Summary.ThrottledRatio)
+	}
+	for i := 1; i < len(trs); i++ {
+		if a, b := trs[i-1].Summary.ThrottledRatio, trs[i].Summary.ThrottledRatio; b > a+0.01 {
+			t.Errorf("quota %v throttles %.3f of periods, more than %v's %.3f", limits[i].Quota, b, limits[i-1].Quota, a)
+		}
+	}
+	if last := trs[len(trs)-1].Summary; last.NrThrottled != 0 || last.UsageNs < src.Summary.UsageNs*99/100 {
+		t.Errorf("under 2 CPUs: %d throttled, %d ns used of the source's %d", last.NrThrottled, last.UsageNs, src.Summary.UsageNs)
+	}
+}
