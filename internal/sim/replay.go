@@ -192,6 +192,14 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	if par == 0 {
 		par, parFrom = parallelism(tr, ps)
 	}
+	// No period runs on more CPUs than the group could use, nor, when
+	// the parallelism is its threads' (or given), on more than that: a
+	// reading a little off is not another CPU.
+	most := float64(traceCPUs(tr))
+	if parFrom != "stopped_cpus" && parFrom != "running_cpus" || most == 0 {
+		most = float64(par)
+	}
+	cpus := func(c float64) float64 { return min(wholeCPUs(c), most) }
 	if lanes := math.Ceil(float64(par) * scale); lanes > MaxReplayLanes {
 		return demand{}, nil, fmt.Errorf("parallelism %d × scale %v needs %v simulated threads, more than %d", par, scale, lanes, MaxReplayLanes)
 	}
@@ -200,11 +208,11 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	var backlog, cut, demanded, used time.Duration
 	for _, p := range ps {
 		used += p.usage
-		b := burst{at: p.start, work: p.usage, par: wholeCPUs(max(float64(par), p.running))}
+		b := burst{at: p.start, work: p.usage, par: cpus(max(float64(par), p.running))}
 		if p.stall > 0 {
 			// It ran from the period's start until it was stopped, on
 			// the CPUs the kernel stopped.
-			b.par = wholeCPUs(max(p.running, float64(p.stopped)))
+			b.par = cpus(max(p.running, float64(p.stopped)))
 		}
 		switch method {
 		case DemandClosed:
@@ -222,7 +230,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 			}
 		case DemandTimed:
 			if p.stall > 0 {
-				b.par, b.wall = wholeCPUs(p.running), p.length
+				b.par, b.wall = cpus(p.running), p.length
 				b.work = time.Duration(b.par * float64(p.length))
 			}
 		}
@@ -292,10 +300,7 @@ func readPeriods(tr *trace.Trace) ([]period, error) {
 // out); else the running CPUs of its busiest period, rounded up. Blurred
 // periods, whose usage is an interpolation, are not read.
 func parallelism(tr *trace.Trace, ps []period) (int, string) {
-	cpus := tr.Host.CPUs
-	if set, err := cgroup.ParseCPUList(tr.Limits.Cpuset); err == nil && len(set) > 0 && (cpus == 0 || len(set) < cpus) {
-		cpus = len(set)
-	}
+	cpus := traceCPUs(tr)
 	bound := func(n int) int {
 		if cpus > 0 {
 			n = min(n, cpus)
@@ -326,6 +331,16 @@ func parallelism(tr *trace.Trace, ps []period) (int, string) {
 		return bound(stopped), "stopped_cpus"
 	}
 	return bound(int(math.Ceil(wholeCPUs(running)))), "running_cpus"
+}
+
+// traceCPUs is the number of CPUs a trace's group could use: its
+// cpuset's, else its host's (0 when the trace does not say).
+func traceCPUs(tr *trace.Trace) int {
+	cpus := tr.Host.CPUs
+	if set, err := cgroup.ParseCPUList(tr.Limits.Cpuset); err == nil && len(set) > 0 && (cpus == 0 || len(set) < cpus) {
+		cpus = len(set)
+	}
+	return cpus
 }
 
 // cpuSlack is how far above a whole number of CPUs a figure of running
