@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -27,28 +26,31 @@ const replayParent = "cfsprobe-test-replay"
 // run's throttled ratio (within 5 points); both are measured.
 //
 // The workload is one thread that burns 450 ms of its own CPU time and
-// sleeps 50 ms (bursty --on-cpu): a closed loop, which its trace says
-// (spec.params), so replay takes the closed method without being told.
-// The claim is honest for it because the method's assumption holds: a
-// stall only delays a burst that is an amount of CPU time, and with one
-// thread the group's stall is the thread's. Its unlimited periods are a
-// full CPU but for the one holding the pause, whatever their phase to the
-// bursts, so p50, p95 and p99 are the same figure on this noisy host; the
-// tight limit (0.2 CPU) shows 20 ms in every period, so the replay must
-// reconstruct them. The looser limit (0.5 CPU) throttles every period of
-// a burst and spares those that hold a pause: a timed reconstruction
-// (the group running through every stall) would throttle them all.
+// sleeps 50 ms (bursty --on-cpu), 12 s: a closed loop, which its trace
+// says (spec.params), so replay takes the closed method without being
+// told. The claim is honest for it because the method's assumption holds
+// there: a stall only delays a burst that is an amount of CPU time, and
+// with one thread the group's stall is the thread's. Under the tight limit
+// (0.3 CPU) every period shows 30 ms, so the replay must reconstruct the
+// unlimited run's periods, a full CPU but for the one holding a pause,
+// from usage capped at a third of that; whatever their phase to the
+// bursts, its p50, p95 and p99 are a full CPU, figures that hold on a
+// noisy host. Under the looser limit (0.7 CPU) a burst is throttled in
+// every period but the one that holds its pause, which the replay must
+// place: the test logs what the open and timed methods would say (on the
+// reference host open predicts an unlimited p50 of 64 ms and 0.03 of
+// periods throttled, timed 0.92, against 0.84 measured and predicted).
 func TestReplayPredictsRealRuns(t *testing.T) {
 	l := testenv.NeedCgroups(t)
 	t.Cleanup(func() { testenv.NoLeftovers(t, l, replayParent) }) // after weighted's
 	parent := weighted(t, l, replayParent)
 	args := []string{"--on-cpu", "450ms", "--off", "50ms", "--duration", "12s"}
 	tight := cgroup.Limits{Period: 100 * time.Millisecond, Quota: 30 * time.Millisecond}
-	looser := cgroup.Limits{Period: 100 * time.Millisecond, Quota: 50 * time.Millisecond}
+	looser := cgroup.Limits{Period: 100 * time.Millisecond, Quota: 70 * time.Millisecond}
 	free := cgroup.Limits{Period: 100 * time.Millisecond}
 	// Other tests and builds share the host's two CPUs: three tries.
 	var err error
-	for try := 1; try <= tries(); try++ {
+	for try := 1; try <= 3; try++ {
 		if err = replayOnce(t, parent, "bursty", args, tight, free, looser); err == nil {
 			return
 		}
@@ -140,14 +142,6 @@ func throttledRatio(ps []trace.Period) float64 {
 		return 0
 	}
 	return float64(trace.CountThrottled(ps)) / float64(len(ps))
-}
-
-func tries() int {
-	if v := os.Getenv("TRIES"); v != "" {
-		n, _ := strconv.Atoi(v)
-		return n
-	}
-	return 3
 }
 
 // maxWeight is the highest CPU weight of a v1 group (cpu.shares) and of

@@ -80,25 +80,27 @@ func TestReplayTimedFillsTheStall(t *testing.T) {
 
 // One thread burning CPU time (bursty --on-cpu) under 30 ms: every
 // period runs 30 ms and stands still 70; one holds a 50 ms pause (it ran
-// 10, slept 50, ran 20, then stood still 20). Closed: the stalls are cut
-// out, the work keeps its order and the pause stays.
+// 10, slept 50, ran 20, then stood still 20); one ran 0.8 CPUs while not
+// stopped (24 ms in 30), which is the throttling's loss, not a pause.
+// Closed: the stalls are cut out, the work keeps its order and the pause
+// stays.
 func TestReplayClosedCutsTheStalls(t *testing.T) {
-	tr := limitedTrace(30*ms, recorded(), periodsOf([3]int64{30, 70, 1}, [3]int64{30, 20, 1}, [3]int64{30, 70, 1}, [3]int64{10, 0, 0}))
+	tr := limitedTrace(30*ms, recorded(), periodsOf([3]int64{30, 70, 1}, [3]int64{30, 20, 1}, [3]int64{24, 70, 1}, [3]int64{10, 0, 0}))
 	d, _, err := reconstruct(tr, ReplayOptions{Demand: DemandClosed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Period 1 ran 80 ms for its 30 ms: 30 ms of work at one CPU, then
-	// a 50 ms pause before period 2's work.
-	checkBursts(t, d.bursts, []wantBurst{{0, 30 * ms, 1}, {30 * ms, 30 * ms, 1}, {110 * ms, 30 * ms, 1}, {140 * ms, 10 * ms, 1}})
+	// a 50 ms pause before period 2's work, which runs on into period 3.
+	checkBursts(t, d.bursts, []wantBurst{{0, 30 * ms, 1}, {30 * ms, 30 * ms, 1}, {110 * ms, 24 * ms, 1}, {134 * ms, 10 * ms, 1}})
 	th := d.threads()
 	if len(th) != 1 {
 		t.Fatalf("%d threads, want 1", len(th))
 	}
 	// The lane's pauses are relative to the end of its work: a run that
 	// was late by 40 ms sleeps just as long.
-	want := []Step{{Kind: Burn, CPU: 30 * ms}, {Kind: Burn, CPU: 30 * ms}, {Kind: Sleep, Until: 150*ms + 50*ms}, {Kind: Burn, CPU: 30 * ms}, {Kind: Burn, CPU: 10 * ms}, {Kind: Exit}}
-	nows := []time.Duration{0, 30 * ms, 150 * ms, 200 * ms, 230 * ms, 240 * ms}
+	want := []Step{{Kind: Burn, CPU: 30 * ms}, {Kind: Burn, CPU: 30 * ms}, {Kind: Sleep, Until: 150*ms + 50*ms}, {Kind: Burn, CPU: 24 * ms}, {Kind: Burn, CPU: 10 * ms}, {Kind: Exit}}
+	nows := []time.Duration{0, 30 * ms, 150 * ms, 200 * ms, 224 * ms, 234 * ms}
 	for i, w := range want {
 		if got := th[0].Behavior.Next(nows[i], nil); got != w {
 			t.Errorf("step %d at %v: %+v, want %+v", i, nows[i], got, w)
