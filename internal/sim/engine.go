@@ -102,8 +102,7 @@ const (
 const (
 	rankPeriod = iota
 	rankSlack
-	rankCPU
-	rankWake
+	rankThread
 	rankTick
 	rankSample
 	rankEnd
@@ -142,6 +141,7 @@ type engine struct {
 	ops         []trace.Sample
 	phase       [2]int64
 	err         error
+	verify      func(*engine) error // tests: a check after every event
 }
 
 func newEngine(c Config, threads []Thread) *engine {
@@ -188,13 +188,13 @@ func newEngine(c Config, threads []Thread) *engine {
 	e.minGran = 750 * int64(time.Microsecond) * factor
 	e.wakeGran = int64(time.Millisecond) * factor
 
-	e.fixed = int32(n + len(threads))
+	// A thread's timer is its step's end while it runs, its wake-up
+	// while it sleeps: one slot, re-armed in place as it goes from one
+	// to the other.
+	e.fixed = int32(len(threads))
 	e.h = newTimers(int(e.fixed) + nFixedSlots)
-	for i := 0; i < n; i++ {
-		e.h.rank[i] = rankCPU
-	}
 	for i := range threads {
-		e.h.rank[n+i] = rankWake
+		e.h.rank[i] = rankThread
 	}
 	ranks := [nFixedSlots]uint8{rankTick, rankPeriod, rankPeriod, rankSlack, rankSlack, rankSample, rankEnd}
 	for i, r := range ranks {
@@ -209,8 +209,8 @@ func newEngine(c Config, threads []Thread) *engine {
 	e.every = period / 10
 	e.nextRegular = e.every
 	e.afterAt = never
-	if c.Duration > 0 {
-		e.samples = make([]trace.CounterSample, 0, int(int64(c.Duration)/e.every)+2*int(int64(c.Duration)/period)+8)
+	if c.Duration > 0 { // room for the readings of the whole run, within reason
+		e.samples = make([]trace.CounterSample, 0, min(int64(c.Duration)/e.every+2*int64(c.Duration)/period+8, 1<<20))
 	}
 	return e
 }
@@ -257,6 +257,11 @@ func (e *engine) run() error {
 			break
 		}
 		e.dispatch(s)
+		if e.verify != nil {
+			if err := e.verify(e); err != nil {
+				e.failf("sim: at %v: %w", time.Duration(e.now), err)
+			}
+		}
 	}
 	if e.err != nil {
 		return e.err
@@ -266,14 +271,13 @@ func (e *engine) run() error {
 }
 
 func (e *engine) dispatch(s int32) {
-	n := int32(len(e.cpus))
 	switch {
-	case s < n:
-		e.h.clear(s)
-		e.stepDone(s)
-	case s < e.fixed:
-		e.h.clear(s)
-		e.wake(s - n)
+	case s < e.fixed: // re-armed or cleared by stepDone, wake
+		if t := &e.threads[s]; t.state == tRunning {
+			e.stepDone(t.cpu)
+		} else {
+			e.wake(s)
+		}
 	default:
 		switch s - e.fixed {
 		case slotTick:
@@ -302,11 +306,23 @@ func (e *engine) armSample() {
 	e.h.set(e.fixed+slotSample, t)
 }
 
+// counters are the group's cpu.stat and usage at now. The usage is the
+// CPU time the threads used up to now: the kernel's counter lags by up
+// to a tick per running CPU (it moves when a thread is charged), which
+// would make a reading between two ticks see a busy group stand still;
+// the model reports the time itself, so that each period gets what ran
+// in it.
 func (e *engine) counters() trace.CounterSample {
 	b := &e.bw[0]
+	usage := e.usage
+	for i := range e.cpus {
+		if c := &e.cpus[i]; c.cur >= 0 {
+			usage += e.now - c.lastCharge
+		}
+	}
 	return trace.CounterSample{
 		T:           e.now,
-		UsageNs:     e.usage,
+		UsageNs:     usage,
 		NrPeriods:   b.nrPeriods,
 		NrThrottled: b.nrThrottled,
 		ThrottledNs: b.throttledTime,

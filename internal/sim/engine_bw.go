@@ -9,14 +9,10 @@ package sim
 // at every level.
 func (e *engine) charge(ci int32) {
 	c := &e.cpus[ci]
-	if c.cur < 0 {
+	d := e.ranSince(c, &c.lastCharge)
+	if d == 0 {
 		return
 	}
-	d := e.now - c.lastCharge
-	if d <= 0 {
-		return
-	}
-	c.lastCharge = e.now
 	e.threads[c.cur].vrun += d
 	e.usage += d
 	for l := 0; l < e.levels; l++ {

@@ -5,41 +5,42 @@ import "math"
 // never is the time of a timer that is not armed.
 const never = math.MaxInt64
 
-// timers is an indexed binary min-heap of a fixed set of timer slots
+// timers is an indexed 4-ary min-heap of a fixed set of timer slots
 // (each CPU's step completion, each thread's wake-up, the tick, the
 // period and slack timers, the next reading, the end): arming a slot
 // again moves it in place, so the event loop allocates nothing. Ties go
 // by the slot's rank (so that, at one instant, the period timer runs
 // before the tick), then by slot number: the order is deterministic.
+// The heap holds each entry's key, so that sifting reads one array; four
+// children a node halve its depth, and most operations sift down.
 type timers struct {
-	at   []int64 // per slot; never when not armed
-	rank []uint8 // per slot
-	heap []int32 // slots, heap-ordered
+	heap []timer
 	pos  []int32 // slot -> index in heap, -1 when not armed
+	rank []uint8 // per slot
+}
+
+// slotMask takes the slot from a timer's key.
+const slotMask = 1<<24 - 1
+
+type timer struct {
+	at  int64
+	key uint32 // rank<<24 | slot
+}
+
+func (a timer) before(b timer) bool {
+	return a.at < b.at || (a.at == b.at && a.key < b.key)
 }
 
 func newTimers(slots int) *timers {
 	h := &timers{
-		at:   make([]int64, slots),
-		rank: make([]uint8, slots),
-		heap: make([]int32, 0, slots),
+		heap: make([]timer, 0, slots),
 		pos:  make([]int32, slots),
+		rank: make([]uint8, slots),
 	}
 	for i := range h.pos {
 		h.pos[i] = -1
-		h.at[i] = never
 	}
 	return h
-}
-
-func (h *timers) less(a, b int32) bool {
-	if ta, tb := h.at[a], h.at[b]; ta != tb {
-		return ta < tb
-	}
-	if ra, rb := h.rank[a], h.rank[b]; ra != rb {
-		return ra < rb
-	}
-	return a < b
 }
 
 // min is the earliest armed slot and its time (-1, never when none).
@@ -47,8 +48,7 @@ func (h *timers) min() (int32, int64) {
 	if len(h.heap) == 0 {
 		return -1, never
 	}
-	s := h.heap[0]
-	return s, h.at[s]
+	return int32(h.heap[0].key & slotMask), h.heap[0].at
 }
 
 // set arms slot s for time t (never disarms it).
@@ -57,73 +57,80 @@ func (h *timers) set(s int32, t int64) {
 		h.clear(s)
 		return
 	}
-	old := h.at[s]
-	h.at[s] = t
+	x := timer{at: t, key: uint32(h.rank[s])<<24 | uint32(s)}
 	i := h.pos[s]
 	if i < 0 {
-		i = int32(len(h.heap))
-		h.heap = append(h.heap, s)
-		h.pos[s] = i
-		h.up(i)
+		h.heap = append(h.heap, x)
+		h.up(int32(len(h.heap)-1), x)
 		return
 	}
-	if t < old {
-		h.up(i)
-	} else if t > old {
-		h.down(i)
+	if x.before(h.heap[i]) {
+		h.up(i, x)
+	} else {
+		h.down(i, x)
 	}
 }
 
 func (h *timers) clear(s int32) {
 	i := h.pos[s]
-	h.at[s] = never
 	if i < 0 {
 		return
 	}
-	last := int32(len(h.heap) - 1)
-	if i != last {
-		h.swap(i, last)
-	}
-	h.heap = h.heap[:last]
 	h.pos[s] = -1
-	if i != last {
-		h.down(i)
-		h.up(i)
+	last := int32(len(h.heap) - 1)
+	x := h.heap[last]
+	h.heap = h.heap[:last]
+	if i == last {
+		return
+	}
+	if i > 0 && x.before(h.heap[(i-1)/4]) {
+		h.up(i, x)
+	} else {
+		h.down(i, x)
 	}
 }
 
-func (h *timers) swap(i, j int32) {
-	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
-	h.pos[h.heap[i]] = i
-	h.pos[h.heap[j]] = j
-}
-
-func (h *timers) up(i int32) {
+// up places x at hole i or above.
+func (h *timers) up(i int32, x timer) {
 	for i > 0 {
-		p := (i - 1) / 2
-		if !h.less(h.heap[i], h.heap[p]) {
-			return
+		p := (i - 1) / 4
+		if !x.before(h.heap[p]) {
+			break
 		}
-		h.swap(i, p)
+		h.heap[i] = h.heap[p]
+		h.pos[h.heap[i].key&slotMask] = i
 		i = p
 	}
+	h.heap[i] = x
+	h.pos[x.key&slotMask] = i
 }
 
-func (h *timers) down(i int32) {
-	n := int32(len(h.heap))
+// down places x at hole i or below.
+func (h *timers) down(i int32, x timer) {
+	hp := h.heap
+	n := int32(len(hp))
 	for {
-		l := 2*i + 1
+		l := 4*i + 1
 		if l >= n {
-			return
+			break
 		}
-		m := l
-		if r := l + 1; r < n && h.less(h.heap[r], h.heap[l]) {
-			m = r
+		m, mv := l, hp[l]
+		if c := l + 1; c < n && hp[c].before(mv) {
+			m, mv = c, hp[c]
 		}
-		if !h.less(h.heap[m], h.heap[i]) {
-			return
+		if c := l + 2; c < n && hp[c].before(mv) {
+			m, mv = c, hp[c]
 		}
-		h.swap(i, m)
+		if c := l + 3; c < n && hp[c].before(mv) {
+			m, mv = c, hp[c]
+		}
+		if !mv.before(x) {
+			break
+		}
+		hp[i] = mv
+		h.pos[mv.key&slotMask] = i
 		i = m
 	}
+	hp[i] = x
+	h.pos[x.key&slotMask] = i
 }

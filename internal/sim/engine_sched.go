@@ -41,13 +41,17 @@ func (e *engine) startThread(i int32) {
 
 // resume acts on a step handed to a thread that is on no CPU.
 func (e *engine) resume(i int32, s tstate) {
-	t := &e.threads[i]
-	switch s {
-	case tQueued:
+	if s == tSleeping {
+		e.h.set(i, e.threads[i].until)
+		return
+	}
+	if s == tQueued {
 		e.enqueue(i, e.selectCPU(i), true)
-	case tSleeping:
-		e.h.set(int32(len(e.cpus))+i, t.until)
-	case tExited:
+		if e.threads[i].state != tRunning { // else re-armed for its step's end
+			e.h.clear(i)
+		}
+	} else {
+		e.h.clear(i)
 		e.exited(i)
 	}
 }
@@ -122,17 +126,30 @@ func (e *engine) opDone(i int32) {
 		return
 	}
 	t.inOp = false
+	if len(e.ops) == cap(e.ops) { // double: append's growth copies too often for long runs
+		e.ops = append(make([]trace.Sample, 0, max(1024, 2*cap(e.ops))), e.ops...)
+	}
 	e.ops = append(e.ops, trace.Sample{StartNs: t.opStart, WallNs: e.now - t.opStart, CPUNs: t.ran - t.opCPU, Thread: int(i)})
+}
+
+// ranSince is how long CPU c's thread has run since *mark (0 when none
+// runs), and moves the mark to now. A CPU keeps two marks: how far its
+// thread's step has come (runStart) and how far it has been charged
+// (lastCharge), which moves only at the tick and at scheduling events.
+func (e *engine) ranSince(c *cpu, mark *int64) int64 {
+	if c.cur < 0 || e.now <= *mark {
+		return 0
+	}
+	d := e.now - *mark
+	*mark = e.now
+	return d
 }
 
 // progress brings the running thread's CPU time up to now.
 func (e *engine) progress(ci int32) {
 	c := &e.cpus[ci]
-	if c.cur < 0 {
-		return
-	}
-	d := e.now - c.runStart
-	if d <= 0 {
+	d := e.ranSince(c, &c.runStart)
+	if d == 0 {
 		return
 	}
 	t := &e.threads[c.cur]
@@ -140,17 +157,18 @@ func (e *engine) progress(ci int32) {
 	if t.kind == Burn {
 		t.need -= d
 	}
-	c.runStart = e.now
 }
 
-// armCompletion arms CPU ci's timer for when its thread's step ends.
+// armCompletion arms the timer of CPU ci's thread for when its step
+// ends.
 func (e *engine) armCompletion(ci int32) {
-	t := &e.threads[e.cpus[ci].cur]
+	i := e.cpus[ci].cur
+	t := &e.threads[i]
 	at := e.now + t.need
 	if t.kind == Spin {
 		at = max(t.until, e.now)
 	}
-	e.h.set(ci, at)
+	e.h.set(i, at)
 }
 
 // stepDone is CPU ci's thread finishing its Burn or Spin.
@@ -163,9 +181,10 @@ func (e *engine) stepDone(ci int32) {
 		e.armCompletion(ci)
 	case tSleeping:
 		e.block(ci)
-		e.h.set(int32(len(e.cpus))+i, e.threads[i].until)
+		e.h.set(i, e.threads[i].until)
 	case tExited:
 		e.block(ci)
+		e.h.clear(i)
 		e.exited(i)
 	}
 }
@@ -182,7 +201,6 @@ func (e *engine) block(ci int32) {
 	t.lag = t.vrun - c.minV
 	c.cur = -1
 	e.running--
-	e.h.clear(ci)
 	c.rq[0].nr--
 	if c.rq[0].nr == 0 {
 		e.returnRuntime(ci, 0)
@@ -209,7 +227,7 @@ func (e *engine) deschedule(ci int32) {
 	e.push(ci, i)
 	c.cur = -1
 	e.running--
-	e.h.clear(ci)
+	e.h.clear(i)
 }
 
 // preempt makes CPU ci's thread yield to the next.

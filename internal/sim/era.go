@@ -36,14 +36,20 @@ import (
 //     removed expiry: local runtime lives until used or returned.
 //   - 5.14: f4183717b370 ("sched/fair: Introduce the burstable CFS
 //     controller", v5.14-rc1): the pool is refilled by adding the quota,
-//     up to quota + burst, and also while the group is idle; bcb1704a1ed2
-//     (v5.15) added nr_bursts and burst_time, which this era counts.
+//     up to quota + burst, and also while the group is idle;
+//     bcb1704a1ed2 ("sched/fair: Add cfs bandwidth burst statistics")
+//     added nr_bursts and burst_time, which this era counts. It counts
+//     the throttled time of a run queue throttled with no thread on it,
+//     as kernels did until 79462e8c879a ("sched: don't account throttle
+//     time for empty groups", v6.6); 6.6 to 6.17 are given this era all
+//     the same.
 //   - 6.18: the task-based throttling series (v6.18-rc1; e1fad12dcb66
-//     "sched/fair: Switch to task based throttle model" and 5b726e9bf954
+//     "sched/fair: Switch to task based throttle model", eb962f251fbb
 //     "sched/fair: Task based throttle time accounting"): a throttled
-//     task stops when it next returns to user space, and a CPU's
-//     throttled time is counted from the first task stopped there, not
-//     from when its run queue ran out of runtime.
+//     task stops when it next returns to user space (a CPU-bound thread:
+//     at once), the runtime is checked when a thread is picked rather
+//     than when the last one leaves, and a CPU's throttled time is
+//     counted from the first thread stopped there.
 type Era string
 
 // The eras, oldest first.

@@ -117,17 +117,26 @@ func fieldErr(field, format string, a ...any) error {
 	return &FieldError{Field: field, Err: fmt.Errorf(format, a...)}
 }
 
-// maxCPUs bounds Config.CPUs (the kernel's NR_CPUS is at most 8192).
-const maxCPUs = 8192
+// maxCPUs bounds Config.CPUs (the kernel's NR_CPUS is at most 8192);
+// maxThreads bounds the threads (timer slots are numbered in 24 bits).
+const (
+	maxCPUs    = 8192
+	maxThreads = 1 << 20
+)
 
 // Run simulates the threads under cfg. A Config or thread that cannot be
 // simulated is a *FieldError naming the field.
-func Run(cfg Config, threads []Thread) (*Result, error) {
+func Run(cfg Config, threads []Thread) (*Result, error) { return run(cfg, threads, nil) }
+
+// run is Run with a check of the engine's state after every event (for
+// tests; nil: none).
+func run(cfg Config, threads []Thread, verify func(*engine) error) (*Result, error) {
 	c, err := normalize(cfg, threads)
 	if err != nil {
 		return nil, err
 	}
 	e := newEngine(c, threads)
+	e.verify = verify
 	if err := e.run(); err != nil {
 		return nil, err
 	}
@@ -149,6 +158,9 @@ func normalize(cfg Config, threads []Thread) (Config, error) {
 	var err error
 	if c.Limits, err = checkLimits(c.Limits, c.CPUs); err != nil {
 		return c, &FieldError{Field: "Limits", Err: err}
+	}
+	if c.Limits.Burst > 0 && !modelOf(c.Era).burst {
+		return c, fieldErr("Limits", "burst %v needs era %s or later (cpu.cfs_burst_us came with f4183717b370)", c.Limits.Burst, Era5_14)
 	}
 	if c.Parent != nil {
 		p, err := checkLimits(*c.Parent, c.CPUs)
@@ -174,6 +186,9 @@ func normalize(cfg Config, threads []Thread) (Config, error) {
 	}
 	if len(threads) == 0 {
 		return c, fieldErr("Threads", "none given")
+	}
+	if len(threads) > maxThreads {
+		return c, fieldErr("Threads", "%d threads are more than the %d the engine takes", len(threads), maxThreads)
 	}
 	allowed := allowedCPUs(c.Limits.Cpuset, c.CPUs)
 	for i, t := range threads {
