@@ -80,10 +80,6 @@ func (f *outputFlags) write(c *cobra.Command, tr *trace.Trace) error {
 
 func newRunCmd() *cobra.Command {
 	f := &runFlags{}
-	var workloads strings.Builder
-	for _, n := range workload.Names() {
-		fmt.Fprintf(&workloads, "  %-9s %s\n", n, workload.Summary(n))
-	}
 	c := &cobra.Command{
 		Use:   "run [LIMITS] WORKLOAD [WORKLOAD FLAGS] | run [LIMITS] -- COMMAND [ARGS...]",
 		Short: "run a workload in a fresh cgroup with CPU limits and record a trace",
@@ -98,7 +94,7 @@ the latency of every operation of a built-in workload, and a summary whose
 counters are the kernel's (nr_periods, nr_throttled, throttled time).
 
 Built-in workloads (cfsprobe run WORKLOAD --help for their flags):
-` + workloads.String() + `
+` + workloadTable(workload.Names(), workload.Summary) + `
 Any other program runs after --; its output still reaches the terminal.
 
 --view N|auto gives the workload the CPU view of cfsprobe exec (see its
@@ -224,6 +220,15 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 		return &exitError{tr.Process.ExitCode, nil}
 	}
 	return nil
+}
+
+// workloadTable lists workloads for a --help: name and summary.
+func workloadTable(names []string, summary func(string) string) string {
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-9s %s\n", n, summary(n))
+	}
+	return b.String()
 }
 
 // workloadArgs reads the arguments of run or simulate that name a

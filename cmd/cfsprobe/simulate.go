@@ -45,10 +45,6 @@ var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu"}
 
 func newSimulateCmd() *cobra.Command {
 	f := &simulateFlags{}
-	var workloads strings.Builder
-	for _, n := range sim.Workloads() {
-		fmt.Fprintf(&workloads, "  %-9s %s\n", n, sim.Summary(n))
-	}
 	c := &cobra.Command{
 		Use:   "simulate [LIMITS] [--kernel ERA] [--host-cpus N] WORKLOAD [WORKLOAD FLAGS]",
 		Short: "predict what CPU limits do to a workload: simulate the kernel's bandwidth control and write a trace",
@@ -72,7 +68,7 @@ with --out, render it with --report or cfsprobe report.
   6.18  task-based throttling: a throttled task stops at its next return to user space
 
 Built-in workloads (cfsprobe run WORKLOAD --help for their flags):
-` + workloads.String() + `
+` + workloadTable(sim.Workloads(), sim.Summary) + `
 The parallel workload's event costs the CPU time it takes on this host
 (measured in a moment before the simulation) unless --event-cpu gives it.
 The same --seed gives the same trace.`,

@@ -253,11 +253,11 @@ func BuiltinThreads(spec trace.Spec, usable []int, eventCPU time.Duration) ([]Th
 	switch {
 	case p.Periodic != nil:
 		for i := range behaviours {
-			behaviours[i] = &periodic{p: *p.Periodic}
+			behaviours[i] = &periodicThread{p: *p.Periodic}
 		}
 	case p.Bursty != nil:
 		for i := range behaviours {
-			behaviours[i] = &bursty{p: *p.Bursty, jitter: workload.Jitter(*p.Bursty, p.Engine, i)}
+			behaviours[i] = &burstyThread{p: *p.Bursty, jitter: workload.Jitter(*p.Bursty, p.Engine, i)}
 		}
 	case p.Parallel != nil:
 		if eventCPU <= 0 {
@@ -265,7 +265,7 @@ func BuiltinThreads(spec trace.Spec, usable []int, eventCPU time.Duration) ([]Th
 		}
 		shared := &events{limit: p.Parallel.Events}
 		for i := range behaviours {
-			behaviours[i] = &parallel{p: *p.Parallel, event: eventCPU, events: shared}
+			behaviours[i] = &parallelThread{p: *p.Parallel, event: eventCPU, events: shared}
 		}
 	}
 	var pin []int
@@ -315,14 +315,14 @@ func burn(now, wall, cpu time.Duration) Step {
 	return op(Step{Kind: Spin, Until: now + wall})
 }
 
-// periodic is one thread of the periodic workload.
-type periodic struct {
+// periodicThread is one thread of the periodic workload.
+type periodicThread struct {
 	p       trace.PeriodicParams
 	done    int  // burns finished
 	burning bool // the last step given was a burn
 }
 
-func (t *periodic) Next(now time.Duration, _ *rand.Rand) Step {
+func (t *periodicThread) Next(now time.Duration, _ *rand.Rand) Step {
 	if t.burning {
 		t.burning = false
 		t.done++
@@ -337,14 +337,14 @@ func (t *periodic) Next(now time.Duration, _ *rand.Rand) Step {
 	return burn(now, t.p.Burn, t.p.BurnCPU)
 }
 
-// bursty is one thread of the bursty workload.
-type bursty struct {
+// burstyThread is one thread of the bursty workload.
+type burstyThread struct {
 	p       trace.BurstyParams
 	jitter  func() time.Duration
 	burning bool
 }
 
-func (t *bursty) Next(now time.Duration, _ *rand.Rand) Step {
+func (t *burstyThread) Next(now time.Duration, _ *rand.Rand) Step {
 	if t.burning {
 		t.burning = false
 		off := t.p.Off + t.jitter()
@@ -364,14 +364,14 @@ func (t *bursty) Next(now time.Duration, _ *rand.Rand) Step {
 // against --events.
 type events struct{ limit, started int64 }
 
-// parallel is one thread of the parallel workload.
-type parallel struct {
+// parallelThread is one thread of the parallel workload.
+type parallelThread struct {
 	p      trace.ParallelParams
 	event  time.Duration
 	events *events
 }
 
-func (t *parallel) Next(now time.Duration, _ *rand.Rand) Step {
+func (t *parallelThread) Next(now time.Duration, _ *rand.Rand) Step {
 	if e := t.events; e.limit > 0 {
 		if e.started >= e.limit {
 			return Step{Kind: Exit}
