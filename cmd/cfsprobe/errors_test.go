@@ -201,7 +201,7 @@ func TestErrors(t *testing.T) {
 		{name: "simulate replay scale zero", args: []string{"simulate", "replay", "--trace", "testdata/trace-no-periods.json", "--scale", "0"},
 			want: []string{"--scale 0", "above 0"}},
 		{name: "simulate replay demand unknown", args: []string{"simulate", "replay", "--trace", "testdata/trace-no-periods.json", "--demand", "batch"},
-			want: []string{"--demand batch", "closed, open or timed"}},
+			want: []string{"--demand batch", "use one of closed, open, timed"}},
 		{name: "simulate replay flag unknown", args: []string{"simulate", "replay", "--nosuch"},
 			want: []string{"--nosuch", "cfsprobe simulate replay --help"}},
 		{name: "suite model without simulate", args: []string{"suite", "--parent", testParent, "--quick", "--kernel", "4.18", "burst"},

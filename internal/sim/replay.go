@@ -71,11 +71,16 @@ func ParseDemand(s string) (Demand, error) {
 			return d, nil
 		}
 	}
+	return "", fmt.Errorf("demand %q is not one of %s", s, demandNames())
+}
+
+// demandNames lists the methods' names for people: "closed, open, timed".
+func demandNames() string {
 	names := make([]string, len(Demands()))
 	for i, d := range Demands() {
 		names[i] = string(d)
 	}
-	return "", fmt.Errorf("demand %q is not one of %s", s, strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }
 
 // ReplayOptions say how to replay a trace.
@@ -226,7 +231,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		case DemandOpen:
 			served := min(backlog, b.work)
 			backlog -= served
-			missed := time.Duration(p.running * float64(p.stall))
+			missed := time.Duration(cpus(p.running) * float64(p.stall))
 			backlog += missed
 			b.work += missed - served
 			if p.stall == 0 && p.running < float64(par) {
@@ -486,7 +491,7 @@ Examples:
 // replayFlags are the replay workload's flags.
 func replayFlags(fs *pflag.FlagSet, file *string, opt *ReplayOptions) *string {
 	fs.StringVar(file, "trace", "", "the trace to replay (saved by cfsprobe run, record or simulate with --out)")
-	demand := fs.String("demand", "", "closed, open or timed: what became of the work the group could not do while it stood still (default: from the trace)")
+	demand := fs.String("demand", "", demandNames()+": what became of the work the group could not do while it stood still (default: from the trace)")
 	fs.IntVar(&opt.Parallelism, "parallelism", 0, "CPUs the group's work runs on at once (default: from the trace)")
 	fs.Float64Var(&opt.Scale, "scale", 1, "multiply the demand: F times the work on F times the CPUs, in the same time")
 	return demand
@@ -520,7 +525,7 @@ func prepareReplay(p *Plan, args []string) error {
 	if *demand != "" {
 		d, err := ParseDemand(*demand)
 		if err != nil {
-			return fmt.Errorf("workload replay: --demand %s: use closed, open or timed %s", *demand, hint)
+			return fmt.Errorf("workload replay: --demand %s: use one of %s %s", *demand, demandNames(), hint)
 		}
 		opt.Demand = d
 	}
