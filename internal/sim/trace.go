@@ -36,7 +36,7 @@ func NewTrace(info TraceInfo, res *Result) *trace.Trace {
 		Spec: spec,
 		Host: trace.Host{
 			Kernel: string(era), CPUs: model.HostCPUs,
-			SliceUs: model.SliceNs / int64(time.Microsecond), BurstSupported: hasBurst(era),
+			SliceUs: model.SliceNs / int64(time.Microsecond), BurstSupported: modelOf(era).burst,
 		},
 		Limits:           trace.LimitsOf(info.Limits),
 		Started:          time.Now().UTC(),
@@ -104,17 +104,4 @@ func longestGap(s []trace.CounterSample) int64 {
 		g = max(g, s[i].T-s[i-1].T)
 	}
 	return g
-}
-
-// hasBurst says whether the era's kernels have CPU burst.
-func hasBurst(e Era) bool {
-	for _, x := range Eras() {
-		if x == Era5_14 {
-			return true
-		}
-		if x == e {
-			return false
-		}
-	}
-	return false
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
-
 // specOf is the spec of a built-in workload run with args.
 func specOf(t *testing.T, name string, args ...string) trace.Spec {
 	t.Helper()
@@ -24,12 +23,22 @@ func specOf(t *testing.T, name string, args ...string) trace.Spec {
 	return trace.Spec{Workload: name, Args: args, Params: &p}
 }
 
-// steps drives a behaviour as the engine would if every step took no
+// steps drives a thread as the engine would if every step took no
 // longer than asked (a Burn its CPU time, a Spin and a Sleep to their
-// end), and lists the steps up to the first Exit.
-func steps(b Behavior) []Step {
+// end), and lists the steps of its program up to the first Exit: after
+// the process's start, which it checks (thread i of the workload).
+func steps(t *testing.T, th []Thread, i int) []Step {
+	t.Helper()
+	b := th[i].Behavior
+	start := Step{Kind: Sleep, Until: StartCPU}
+	if i == 0 {
+		start = Step{Kind: Burn, CPU: StartCPU}
+	}
+	if got := b.Next(0, nil); got != start {
+		t.Errorf("thread %d begins with %+v, want the start %+v", i, got, start)
+	}
 	var out []Step
-	now := time.Duration(0)
+	now := StartCPU
 	for len(out) < 10000 {
 		s := b.Next(now, nil)
 		out = append(out, s)
@@ -64,15 +73,15 @@ func TestPeriodicSteps(t *testing.T) {
 	}
 	spin := func(until time.Duration) Step { return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true} }
 	sleep := func(until time.Duration) Step { return Step{Kind: Sleep, Until: until} }
-	const sl = TimerSlack
-	want := []Step{spin(5 * ms), sleep(105*ms + sl), spin(110*ms + sl), sleep(210*ms + 2*sl), spin(215*ms + 2*sl), {Kind: Exit}}
-	if got := steps(th[0].Behavior); !reflect.DeepEqual(got, want) {
+	const sl, st = TimerSlack, StartCPU
+	want := []Step{spin(st + 5*ms), sleep(st + 105*ms + sl), spin(st + 110*ms + sl), sleep(st + 210*ms + 2*sl), spin(st + 215*ms + 2*sl), {Kind: Exit}}
+	if got := steps(t, th, 1); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
 	}
 	th = threadsOf(t, specOf(t, "periodic", "--burn-cpu", "3ms", "--sleep", "10ms", "--iterations", "2"), []int{0}, 0)
 	burn := Step{Kind: Burn, CPU: 3 * ms, OpStart: true, OpEnd: true}
-	want = []Step{burn, sleep(13*ms + sl), burn, {Kind: Exit}}
-	if got := steps(th[0].Behavior); !reflect.DeepEqual(got, want) {
+	want = []Step{burn, sleep(st + 13*ms + sl), burn, {Kind: Exit}}
+	if got := steps(t, th, 0); !reflect.DeepEqual(got, want) {
 		t.Errorf("CPU burns: steps\n%+v\nwant\n%+v", got, want)
 	}
 }
@@ -85,11 +94,12 @@ func TestBurstySteps(t *testing.T) {
 	th := threadsOf(t, spec, []int{0, 1}, 0)
 	draw := workload.Jitter(*spec.Params.Bursty, spec.Params.Engine, 0)
 	var want []Step
-	now := time.Duration(0)
-	for now < 300*ms {
+	now := StartCPU
+	end := StartCPU + 300*ms // --duration runs from the start
+	for now < end {
 		want = append(want, Step{Kind: Spin, Until: now + 30*ms, OpStart: true, OpEnd: true})
 		now += 30 * ms
-		off := min(50*ms+draw(), max(300*ms-now, 0))
+		off := min(50*ms+draw(), max(end-now, 0))
 		if off > 0 {
 			off += TimerSlack
 		}
@@ -97,11 +107,11 @@ func TestBurstySteps(t *testing.T) {
 		want = append(want, Step{Kind: Sleep, Until: now})
 	}
 	want = append(want, Step{Kind: Exit})
-	got := steps(th[0].Behavior)
+	got := steps(t, th, 0)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
 	}
-	if len(got) < 6 || got[len(got)-2].Until < 300*ms {
+	if len(got) < 6 || got[len(got)-2].Until < end {
 		t.Errorf("the thread exits before --duration: %+v", got)
 	}
 	// One thread on two CPUs: pinned to the last.
@@ -115,13 +125,16 @@ func TestBurstySteps(t *testing.T) {
 func TestParallelSteps(t *testing.T) {
 	th := threadsOf(t, specOf(t, "parallel", "--threads", "1", "--duration", "1ms"), []int{0}, 300*time.Microsecond)
 	ev := Step{Kind: Burn, CPU: 300 * time.Microsecond, OpStart: true, OpEnd: true}
-	if got, want := steps(th[0].Behavior), []Step{ev, ev, ev, ev, {Kind: Exit}}; !reflect.DeepEqual(got, want) {
+	if got, want := steps(t, th, 0), []Step{ev, ev, ev, ev, {Kind: Exit}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("steps %+v, want %+v", got, want)
 	}
 	th = threadsOf(t, specOf(t, "parallel", "--threads", "3", "--duration", "1h", "--events", "5"), []int{0, 1}, 300*time.Microsecond)
 	n := 0
+	for i := 0; i < 3; i++ {
+		th[i].Behavior.Next(0, nil) // the start
+	}
 	for i := 0; i < 10; i++ {
-		if th[i%3].Behavior.Next(0, nil).Kind == Burn {
+		if th[i%3].Behavior.Next(StartCPU, nil).Kind == Burn {
 			n++
 		}
 	}
