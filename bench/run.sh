@@ -20,7 +20,9 @@
 #   sim        the simulator's speed (internal/sim BenchmarkSim16x64): 64
 #              threads of a bursty program on 16 CPUs under a quota of 8
 #              CPUs for 60 simulated seconds, 3 rounds of 20 runs; times
-#              real time by the wall clock and by the process's CPU time.
+#              real time by the wall clock and by the process's CPU time;
+#              and replay's (BenchmarkReplay20Limits): a 1,011-period lab
+#              trace replayed under 20 quotas, 3 rounds.
 #   sim-validate
 #              the simulator against this host's kernel (root, about four
 #              minutes): every scenario of the four built-in suites
@@ -96,7 +98,8 @@ bench_sim() {
 	local out raw
 	out=$(mktemp)
 	raw=$(mktemp)
-	if ! $GO test -run '^$' -bench '^BenchmarkSim16x64$' -benchtime 20x -count 3 ./internal/sim/ >"$raw"; then
+	if ! $GO test -run '^$' -bench '^BenchmarkSim16x64$' -benchtime 20x -count 3 ./internal/sim/ >"$raw" ||
+		! $GO test -run '^$' -bench '^BenchmarkReplay20Limits$' -benchtime 1x -count 3 ./internal/sim/ >>"$raw"; then
 		cat "$raw" >&2
 		rm -f "$out" "$raw"
 		return 1
@@ -113,6 +116,16 @@ bench_sim() {
 				if ($i == "ops") o = $(i-1)
 			}
 			printf "| %d | %.1f | %d | %d | %d |\n", ++n, ns / 1e6, w, c, o
+		}' "$raw"
+		printf '\nReplay (internal/sim BenchmarkReplay20Limits): a lab trace of 1,011 periods replayed under 20 quotas, 0.1 to 2 CPUs, as `cfsprobe simulate replay` does (read, reconstruct, simulate, write the trace); the target is 5 s for the 20.\n\n'
+		printf '| round | s for 20 limits (wall clock) | s for 20 limits (CPU time) | periods |\n|---|---|---|---|\n'
+		awk '/^BenchmarkReplay20Limits/ {
+			for (i = 1; i <= NF; i++) {
+				if ($i == "s_per_20") w = $(i-1)
+				if ($i == "s_per_20_cpu") c = $(i-1)
+				if ($i == "periods") p = $(i-1)
+			}
+			printf "| %d | %.2f | %.2f | %d |\n", ++n, w, c, p
 		}' "$raw"
 		printf '\nLoad after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 	} >"$out"

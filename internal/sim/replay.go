@@ -3,13 +3,18 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
 // This file is replay: a trace's per-period demand (a lab run, a
@@ -66,11 +71,16 @@ func ParseDemand(s string) (Demand, error) {
 			return d, nil
 		}
 	}
+	return "", fmt.Errorf("demand %q is not one of %s", s, demandNames())
+}
+
+// demandNames lists the methods' names for people: "closed, open, timed".
+func demandNames() string {
 	names := make([]string, len(Demands()))
 	for i, d := range Demands() {
 		names[i] = string(d)
 	}
-	return "", fmt.Errorf("demand %q is not one of %s", s, strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }
 
 // ReplayOptions say how to replay a trace.
@@ -187,6 +197,14 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	if par == 0 {
 		par, parFrom = parallelism(tr, ps)
 	}
+	// No period runs on more CPUs than the group could use, nor, when
+	// the parallelism is its threads' (or given), on more than that: a
+	// reading a little off is not another CPU.
+	most := float64(traceCPUs(tr))
+	if parFrom != "stopped_cpus" && parFrom != "running_cpus" || most == 0 {
+		most = float64(par)
+	}
+	cpus := func(c float64) float64 { return min(wholeCPUs(c), most) }
 	if lanes := math.Ceil(float64(par) * scale); lanes > MaxReplayLanes {
 		return demand{}, nil, fmt.Errorf("parallelism %d × scale %v needs %v simulated threads, more than %d", par, scale, lanes, MaxReplayLanes)
 	}
@@ -195,20 +213,25 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	var backlog, cut, demanded, used time.Duration
 	for _, p := range ps {
 		used += p.usage
-		b := burst{at: p.start, work: p.usage, par: max(float64(par), p.running)}
+		b := burst{at: p.start, work: p.usage, par: cpus(max(float64(par), p.running))}
 		if p.stall > 0 {
 			// It ran from the period's start until it was stopped, on
 			// the CPUs the kernel stopped.
-			b.par = max(p.running, float64(p.stopped), 1)
+			b.par = cpus(max(p.running, float64(p.stopped)))
 		}
 		switch method {
 		case DemandClosed:
 			b.at -= cut
 			cut += p.stall
+			if p.stall > 0 && p.running >= b.par*busyShare {
+				// It ran all along: the time it did not run is
+				// the throttling's, not a pause.
+				cut += p.length - p.stall - time.Duration(float64(p.usage)/b.par)
+			}
 		case DemandOpen:
 			served := min(backlog, b.work)
 			backlog -= served
-			missed := time.Duration(p.running * float64(p.stall))
+			missed := time.Duration(cpus(p.running) * float64(p.stall))
 			backlog += missed
 			b.work += missed - served
 			if p.stall == 0 && p.running < float64(par) {
@@ -217,8 +240,8 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 			}
 		case DemandTimed:
 			if p.stall > 0 {
-				b.par, b.wall = p.running, p.length
-				b.work = time.Duration(p.running * float64(p.length))
+				b.par, b.wall = cpus(p.running), p.length
+				b.work = time.Duration(b.par * float64(p.length))
 			}
 		}
 		if b.work <= 0 || b.par <= 0 {
@@ -287,10 +310,7 @@ func readPeriods(tr *trace.Trace) ([]period, error) {
 // out); else the running CPUs of its busiest period, rounded up. Blurred
 // periods, whose usage is an interpolation, are not read.
 func parallelism(tr *trace.Trace, ps []period) (int, string) {
-	cpus := tr.Host.CPUs
-	if set, err := cgroup.ParseCPUList(tr.Limits.Cpuset); err == nil && len(set) > 0 && (cpus == 0 || len(set) < cpus) {
-		cpus = len(set)
-	}
+	cpus := traceCPUs(tr)
 	bound := func(n int) int {
 		if cpus > 0 {
 			n = min(n, cpus)
@@ -320,14 +340,45 @@ func parallelism(tr *trace.Trace, ps []period) (int, string) {
 	if stopped > 0 {
 		return bound(stopped), "stopped_cpus"
 	}
-	// A tenth of a CPU of slack: a reading a little late is not one
-	// more CPU.
-	return bound(int(math.Ceil(running - 0.1))), "running_cpus"
+	return bound(int(math.Ceil(wholeCPUs(running)))), "running_cpus"
+}
+
+// traceCPUs is the number of CPUs a trace's group could use: its
+// cpuset's, else its host's (0 when the trace does not say).
+func traceCPUs(tr *trace.Trace) int {
+	cpus := tr.Host.CPUs
+	if set, err := cgroup.ParseCPUList(tr.Limits.Cpuset); err == nil && len(set) > 0 && (cpus == 0 || len(set) < cpus) {
+		cpus = len(set)
+	}
+	return cpus
+}
+
+// busyShare is the share of the CPUs a throttled period stopped (or ran
+// on) that a group must have kept busy, while it was not stopped, to be
+// taken for busy all along. A busy group does not show all of them: the
+// kernel unthrottles it a moment after the refill, and the stall is
+// counted from when it was stopped; on the reference host (6.18) one
+// thread burning without a pause ran 0.78 to 0.99 CPUs under 0.3 CPU,
+// and one that slept 50 ms in the period 0.35.
+const busyShare = 0.5
+
+// cpuSlack is how far above a whole number of CPUs a figure of running
+// CPUs is still taken for that number: a reading a little late is not
+// one more CPU.
+const cpuSlack = 0.1
+
+// wholeCPUs takes running CPUs within cpuSlack above a whole number for
+// that number.
+func wholeCPUs(cpus float64) float64 {
+	if w := math.Floor(cpus); w >= 1 && cpus-w < cpuSlack {
+		return w
+	}
+	return cpus
 }
 
 // threads are the lanes that replay the bursts.
 func (d demand) threads() []Thread {
-	n := 0
+	n := 1 // a group that used no CPU is replayed as one idle lane
 	for _, b := range d.bursts {
 		n = max(n, b.lanes())
 	}
@@ -388,4 +439,126 @@ func (l *lane) Next(now time.Duration, _ *rand.Rand) Step {
 		}
 	}
 	return Step{Kind: Exit}
+}
+
+// The replay workload of cfsprobe simulate: its flags read into the plan.
+func init() {
+	ownWorkloads["replay"] = ownWorkload{summary: replaySummary, prepare: prepareReplay}
+}
+
+const replaySummary = "a trace's per-period demand (a lab run, a recorded group) under other limits"
+
+const replayUsage = `Reads a trace (saved with --out by cfsprobe run, cfsprobe record or cfsprobe
+simulate), turns every period's usage back into the group's demand, and
+simulates that demand under the limits given to cfsprobe simulate: what would
+this group have done with 1 CPU instead of 0.5, with a burst, with half again
+the load?
+
+A throttled period's usage is only a lower bound of the demand: the group
+stood still for the period's stall. The work it would have done then is the
+stall times the CPUs it ran on, and --demand says what became of it:
+  closed  delayed: a fixed amount of work, or clients that wait for each
+          answer; the replay is the run with its stalls cut out
+  open    it kept coming and queued: a service; it is demand of the period,
+          and the periods that served it first did no more
+  timed   lost: a loop that runs for a time (a busy-wait, a run for a
+          duration); the group runs on through the stall
+The default comes from the trace: a built-in workload's flags (--on-cpu,
+--burn-cpu, --events: closed; --on, --burn, --duration: timed); a command or a
+recorded group is taken for a service (open).
+
+Each period's work arrives at its start and runs on as many CPUs as the
+group used when it had work: the workload's threads, else the most CPUs the
+kernel stopped in a throttled period, else its busiest period's CPUs
+(--parallelism sets it). --scale F multiplies the work and those CPUs: F
+times the load in the same time. The simulated trace records how its demand
+was made (spec.simulated.replay); docs/simulate.md explains the method and
+its limits.
+
+As for every simulation, --host-cpus and --kernel are this host's unless
+given: give the trace's own (cfsprobe report shows its host) to replay it
+where it ran.
+
+Examples:
+  cfsprobe run --cpus 0.3 -o tight.json bursty --on-cpu 450ms --off 50ms --duration 10s
+  cfsprobe simulate --json replay --trace tight.json     # no limit: what it wanted
+  cfsprobe simulate --cpus 0.5 replay --trace tight.json  # how often 0.5 CPU throttles it
+  cfsprobe record --pid 4242 --duration 60s --out api.json
+  cfsprobe simulate --host-cpus 16 --cpus 2 replay --trace api.json --scale 1.5
+  cfsprobe simulate --kernel 5.14 --quota 50ms --burst 50ms replay --trace api.json --demand open
+`
+
+// replayFlags are the replay workload's flags.
+func replayFlags(fs *pflag.FlagSet, file *string, opt *ReplayOptions) *string {
+	fs.StringVar(file, "trace", "", "the trace to replay (saved by cfsprobe run, record or simulate with --out)")
+	demand := fs.String("demand", "", demandNames()+": what became of the work the group could not do while it stood still (default: from the trace)")
+	fs.IntVar(&opt.Parallelism, "parallelism", 0, "CPUs the group's work runs on at once (default: from the trace)")
+	fs.Float64Var(&opt.Scale, "scale", 1, "multiply the demand: F times the work on F times the CPUs, in the same time")
+	return demand
+}
+
+// prepareReplay reads the replay workload's flags and its trace into the
+// plan. Its errors are the user's: one sentence each.
+func prepareReplay(p *Plan, args []string) error {
+	var file string
+	var opt ReplayOptions
+	flags := pflag.NewFlagSet("replay", pflag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	demand := replayFlags(flags, &file, &opt)
+	hint := "(see: cfsprobe simulate replay --help)"
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return &workload.HelpError{Text: fmt.Sprintf("replay: %s\n\n%s\nFlags:\n%s", replaySummary, replayUsage, flags.FlagUsages())}
+		}
+		return fmt.Errorf("workload replay: %w %s", err, hint)
+	}
+	switch {
+	case flags.NArg() > 0:
+		return fmt.Errorf("workload replay: unexpected argument %q %s", flags.Arg(0), hint)
+	case file == "":
+		return fmt.Errorf("workload replay needs a trace: give --trace FILE, saved by cfsprobe run, record or simulate with --out")
+	case math.IsNaN(opt.Scale) || opt.Scale <= 0 || opt.Scale > MaxReplayScale:
+		return fmt.Errorf("workload replay: --scale %v is not a factor above 0 and at most %d", opt.Scale, MaxReplayScale)
+	case opt.Parallelism < 0 || opt.Parallelism > MaxReplayLanes:
+		return fmt.Errorf("workload replay: --parallelism %d is not a number of CPUs from 1 to %d (or 0: from the trace)", opt.Parallelism, MaxReplayLanes)
+	}
+	if *demand != "" {
+		d, err := ParseDemand(*demand)
+		if err != nil {
+			return fmt.Errorf("workload replay: --demand %s: use one of %s %s", *demand, demandNames(), hint)
+		}
+		opt.Demand = d
+	}
+	tr, err := trace.ReadFile(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("workload replay: --trace %s does not exist: give the path of a trace saved with --out", file)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("workload replay: --trace %s is empty: give a trace saved by cfsprobe run, record or simulate with --out", file)
+	case err != nil:
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // the path is said once
+		}
+		return fmt.Errorf("workload replay: --trace %s is not a cfsprobe trace (%v): give a file saved by cfsprobe run, record or simulate with --out", file, err)
+	}
+	opt.Source = file
+	if _, _, err := reconstruct(tr, opt); err != nil {
+		if errors.Is(err, ErrNoPeriods) {
+			return fmt.Errorf("workload replay: --trace %s has no periods, so no demand to replay: record the group for longer, while it runs", file)
+		}
+		return fmt.Errorf("workload replay: --trace %s: %w", file, err)
+	}
+	p.spec = trace.Spec{Workload: "replay", Args: append([]string{}, args...)}
+	var rec *trace.Replay
+	p.threads = func() ([]Thread, error) {
+		th, r, err := Replay(tr, opt)
+		rec = r
+		return th, err
+	}
+	p.finish = func(out *trace.Trace) {
+		if out.Spec.Simulated != nil {
+			out.Spec.Simulated.Replay = rec
+		}
+	}
+	return nil
 }

@@ -80,25 +80,27 @@ func TestReplayTimedFillsTheStall(t *testing.T) {
 
 // One thread burning CPU time (bursty --on-cpu) under 30 ms: every
 // period runs 30 ms and stands still 70; one holds a 50 ms pause (it ran
-// 10, slept 50, ran 20, then stood still 20). Closed: the stalls are cut
-// out, the work keeps its order and the pause stays.
+// 10, slept 50, ran 20, then stood still 20); one ran 0.8 CPUs while not
+// stopped (24 ms in 30), which is the throttling's loss, not a pause.
+// Closed: the stalls are cut out, the work keeps its order and the pause
+// stays.
 func TestReplayClosedCutsTheStalls(t *testing.T) {
-	tr := limitedTrace(30*ms, recorded(), periodsOf([3]int64{30, 70, 1}, [3]int64{30, 20, 1}, [3]int64{30, 70, 1}, [3]int64{10, 0, 0}))
+	tr := limitedTrace(30*ms, recorded(), periodsOf([3]int64{30, 70, 1}, [3]int64{30, 20, 1}, [3]int64{24, 70, 1}, [3]int64{10, 0, 0}))
 	d, _, err := reconstruct(tr, ReplayOptions{Demand: DemandClosed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Period 1 ran 80 ms for its 30 ms: 30 ms of work at one CPU, then
-	// a 50 ms pause before period 2's work.
-	checkBursts(t, d.bursts, []wantBurst{{0, 30 * ms, 1}, {30 * ms, 30 * ms, 1}, {110 * ms, 30 * ms, 1}, {140 * ms, 10 * ms, 1}})
+	// a 50 ms pause before period 2's work, which runs on into period 3.
+	checkBursts(t, d.bursts, []wantBurst{{0, 30 * ms, 1}, {30 * ms, 30 * ms, 1}, {110 * ms, 24 * ms, 1}, {134 * ms, 10 * ms, 1}})
 	th := d.threads()
 	if len(th) != 1 {
 		t.Fatalf("%d threads, want 1", len(th))
 	}
 	// The lane's pauses are relative to the end of its work: a run that
 	// was late by 40 ms sleeps just as long.
-	want := []Step{{Kind: Burn, CPU: 30 * ms}, {Kind: Burn, CPU: 30 * ms}, {Kind: Sleep, Until: 150*ms + 50*ms}, {Kind: Burn, CPU: 30 * ms}, {Kind: Burn, CPU: 10 * ms}, {Kind: Exit}}
-	nows := []time.Duration{0, 30 * ms, 150 * ms, 200 * ms, 230 * ms, 240 * ms}
+	want := []Step{{Kind: Burn, CPU: 30 * ms}, {Kind: Burn, CPU: 30 * ms}, {Kind: Sleep, Until: 150*ms + 50*ms}, {Kind: Burn, CPU: 24 * ms}, {Kind: Burn, CPU: 10 * ms}, {Kind: Exit}}
+	nows := []time.Duration{0, 30 * ms, 150 * ms, 200 * ms, 224 * ms, 234 * ms}
 	for i, w := range want {
 		if got := th[0].Behavior.Next(nows[i], nil); got != w {
 			t.Errorf("step %d at %v: %+v, want %+v", i, nows[i], got, w)
@@ -274,4 +276,54 @@ func TestReplayErrors(t *testing.T) {
 	if _, _, err := Replay(limitedTrace(20*ms, recorded(), nil), ReplayOptions{}); !errors.Is(err, ErrNoPeriods) {
 		t.Errorf("no periods: %v is not ErrNoPeriods", err)
 	}
+}
+
+// A trace replayed under its own limits comes back as itself: the lab run
+// of the benchmark (1,011 periods, 46 % throttled under 0.6 CPU) replays
+// to about as many periods and the same throttled ratio, within 5 points;
+// and under the 20 candidate quotas the ratio falls as the quota grows,
+// to none once the quota holds both threads' bursts.
+func TestReplayUnderItsOwnLimits(t *testing.T) {
+	src, err := trace.ReadFile(replayBenchTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := candidateLimits()
+	trs := replayCandidates(t, replayBenchTrace, src.Host.CPUs, limits)
+	own := trs[5]
+	if limits[5] != src.Limits.Cgroup() {
+		t.Fatalf("candidate 5 is %+v, the source ran under %+v", limits[5], src.Limits.Cgroup())
+	}
+	n, m := len(own.Periods), len(src.Periods)
+	t.Logf("under its own limits: %d periods, %.3f throttled; the source %d, %.3f", n, own.Summary.ThrottledRatio, m, src.Summary.ThrottledRatio)
+	if math.Abs(float64(n-m)) > 0.05*float64(m) || math.Abs(own.Summary.ThrottledRatio-src.Summary.ThrottledRatio) > 0.05 {
+		t.Errorf("replayed under its own limits: %d periods, %.3f throttled; the source has %d, %.3f", n, own.Summary.ThrottledRatio, m, src.Summary.ThrottledRatio)
+	}
+	for i := 1; i < len(trs); i++ {
+		if a, b := trs[i-1].Summary.ThrottledRatio, trs[i].Summary.ThrottledRatio; b > a+0.01 {
+			t.Errorf("quota %v throttles %.3f of periods, more than %v's %.3f", limits[i].Quota, b, limits[i-1].Quota, a)
+		}
+	}
+	if last := trs[len(trs)-1].Summary; last.NrThrottled != 0 || last.UsageNs < src.Summary.UsageNs*99/100 {
+		t.Errorf("under 2 CPUs: %d throttled, %d ns used of the source's %d", last.NrThrottled, last.UsageNs, src.Summary.UsageNs)
+	}
+}
+
+// No period runs on more CPUs than the workload has threads (a reading a
+// little off is not another CPU), nor on more than the group could use.
+func TestReplayParallelismBound(t *testing.T) {
+	// 40 ms used in the 30 ms it ran: 1.33 CPUs by the readings.
+	ps := periodsOf([3]int64{40, 70, 1})
+	one := trace.Spec{Workload: "bursty", Params: &trace.Params{Bursty: &trace.BurstyParams{Threads: 1, OnCPU: 50 * ms}}}
+	d, _, err := reconstruct(limitedTrace(30*ms, one, ps), ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBursts(t, d.bursts, []wantBurst{{0, 40 * ms, 1}})
+	d, _, _ = reconstruct(limitedTrace(30*ms, recorded(), ps), ReplayOptions{Demand: DemandClosed})
+	checkBursts(t, d.bursts, []wantBurst{{0, 40 * ms, 40.0 / 30}})
+	tr := limitedTrace(30*ms, recorded(), periodsOf([3]int64{90, 70, 3}))
+	tr.Limits.Cpuset = "0"
+	d, _, _ = reconstruct(tr, ReplayOptions{Demand: DemandClosed})
+	checkBursts(t, d.bursts, []wantBurst{{0, 90 * ms, 1}})
 }
