@@ -67,7 +67,7 @@ with --out, render it with --report or cfsprobe report.
   5.14  CPU burst (--burst)
   6.18  task-based throttling: a throttled task stops at its next return to user space
 
-Built-in workloads (cfsprobe run WORKLOAD --help for their flags):
+Workloads (cfsprobe simulate WORKLOAD --help for their flags):
 ` + workloadTable(sim.Workloads(), sim.Summary) + `
 The parallel workload's event costs the CPU time it takes on this host
 (measured in a moment before the simulation) unless --event-cpu gives it.
