@@ -15,6 +15,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
 // The simulator is validated on this host (issue 10, must-show 1): every
@@ -24,8 +25,9 @@ import (
 //
 // It validates the model against the kernel, not against the other work
 // of a shared machine: a measurement during which other processes kept
-// more than maxOthers CPUs busy (the host's busy time in /proc/stat less
-// the group's) is disturbed, and measured again. A scenario is judged on
+// more than maxOthers CPUs busy among those the workload runs on (their
+// busy time in /proc/stat less the group's) is disturbed, and measured
+// again. A scenario is judged on
 // up to two undisturbed measurements (the simulation is deterministic):
 // it agrees when one of them does. One that got no undisturbed
 // measurement in six is not judged; when more than half of them are not,
@@ -135,16 +137,21 @@ func judgedFigures(t *testing.T, name string, figs []Figure) []Figure {
 	return figs
 }
 
-// maxOthers is how many CPUs other work may keep busy, on average, while
-// a scenario is measured (cfsprobe's own sampler takes a few hundredths):
-// a quarter of this 2-CPU machine, which other helpers' background groups
-// (a hundred 200 µs burns every 50 ms) keep busy by themselves.
-const maxOthers = 0.5
+// maxOthers is how many CPUs other work may keep busy, on average, among
+// the CPUs the workload runs on (cfsprobe's own sampler takes a few
+// hundredths) while a scenario is measured.
+const maxOthers = 0.1
 
 // measure runs the step's measurement and says how many CPUs, on
-// average, the rest of the host kept busy meanwhile.
+// average, other work kept busy meanwhile among those the workload ran
+// on (a pinned workload's, else all): their busy time in /proc/stat less
+// the group's usage.
 func measure(st *Step) (*trace.Trace, float64, error) {
-	b0, err := hostBusy()
+	cpus, err := workloadCPUs(st)
+	if err != nil {
+		return nil, 0, err
+	}
+	b0, err := hostBusy(cpus)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -154,7 +161,7 @@ func measure(st *Step) (*trace.Trace, float64, error) {
 		return nil, 0, err
 	}
 	wall := time.Since(t0)
-	b1, err := hostBusy()
+	b1, err := hostBusy(cpus)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -162,33 +169,64 @@ func measure(st *Step) (*trace.Trace, float64, error) {
 	return tr, max(others, 0), nil
 }
 
-// hostBusy is the time the host's CPUs have spent on anything but idling
-// since boot: the cpu line of /proc/stat, in USER_HZ (100 a second).
-func hostBusy() (time.Duration, error) {
+// workloadCPUs are the CPUs the step's workload runs on: those it pins
+// itself to (workload.PinSet), or nil for all.
+func workloadCPUs(st *Step) (map[int]bool, error) {
+	w, err := workload.Parse(st.Config.Workload, st.Config.WorkloadArgs)
+	if err != nil {
+		return nil, err
+	}
+	pw, ok := w.(workload.Pinned)
+	if !ok || st.Config.Limits.Cpuset != "" {
+		return nil, nil
+	}
+	set, ok := workload.PinSet(pw.PinCPUs())
+	if !ok {
+		return nil, nil
+	}
+	cpus := map[int]bool{}
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpus[c] = true
+		}
+	}
+	return cpus, nil
+}
+
+// hostBusy is the time the given CPUs (nil: all) have spent on anything
+// but idling since boot: the cpuN lines of /proc/stat, in USER_HZ (100 a
+// second).
+func hostBusy(cpus map[int]bool) (time.Duration, error) {
 	f, err := os.Open("/proc/stat")
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return 0, fmt.Errorf("/proc/stat is empty")
-	}
-	fields := strings.Fields(sc.Text())
-	if len(fields) < 9 || fields[0] != "cpu" {
-		return 0, fmt.Errorf("/proc/stat: %q is not the cpu line", sc.Text())
-	}
 	var busy int64
-	for i, f := range fields[1:9] { // user nice system idle iowait irq softirq steal
-		v, err := strconv.ParseInt(f, 10, 64)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 9 || !strings.HasPrefix(fields[0], "cpu") || fields[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(fields[0], "cpu"))
 		if err != nil {
 			return 0, fmt.Errorf("/proc/stat: %q: %w", sc.Text(), err)
 		}
-		if i != 3 && i != 4 {
-			busy += v
+		if cpus != nil && !cpus[n] {
+			continue
+		}
+		for i, f := range fields[1:9] { // user nice system idle iowait irq softirq steal
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/stat: %q: %w", sc.Text(), err)
+			}
+			if i != 3 && i != 4 {
+				busy += v
+			}
 		}
 	}
-	return time.Duration(busy) * 10 * time.Millisecond, nil
+	return time.Duration(busy) * 10 * time.Millisecond, sc.Err()
 }
 
 func figureLine(figs []Figure) string {
