@@ -145,7 +145,7 @@ bench_sim_validate() {
 	{
 		printf 'Measured %s by `bench/run.sh sim-validate` with %s (cfsprobe suite NAME --quick --compare: measured on this host, simulated on the model of its kernel era and CPUs).\n\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(bin/cfsprobe version)"
 		hostfacts
-		printf '| cgroup | %s at /sys/fs/cgroup |\n' "$(stat -fc %T /sys/fs/cgroup)"
+		printf '| cgroup mounts | %s |\n' "$(awk '$3 == "cgroup2" || ($3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/) {printf "%s%s at %s", sep, ($3 == "cgroup2" ? "v2" : "v1 cpu"), $2; sep = ", "}' /proc/mounts)"
 		for suite in aggressive-cfs burst bursty-limits threads-vs-quota; do
 			st=0
 			bin/cfsprobe suite "$suite" --quick --compare --parent cfsprobe-bench-sim >"$run" 2>/dev/null || st=$?

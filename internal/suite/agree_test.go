@@ -140,7 +140,7 @@ func judgedFigures(t *testing.T, name string, figs []Figure) []Figure {
 // maxOthers is how many CPUs other work may keep busy, on average, among
 // the CPUs the workload runs on (cfsprobe's own sampler takes a few
 // hundredths) while a scenario is measured: a wall-clock burn loses the
-// CPU time other work takes on its CPU, and three 5 ms burns a second
+// CPU time other work takes on its CPU, and a 5 ms burn a second
 // show a twentieth of a CPU as 5 % less CPU used.
 const maxOthers = 0.05
 
