@@ -35,7 +35,7 @@ of its quota the group used in each enforcement period, how long its tasks
 stood still when throttled, and how often it was throttled while using less
 than half its quota. docs/metrics.md lists the metrics.
 
-Endpoints: /metrics (Prometheus text, OpenMetrics when asked), /healthz (the
+Endpoints: /metrics (Prometheus text; OpenMetrics to a client that takes no text), /healthz (the
 process serves), /readyz (the last walk of --cgroup-root succeeded).
 Logs go to stderr; SIGINT or SIGTERM stops it cleanly.`,
 		Example: `  cfsprobe exporter
