@@ -17,6 +17,10 @@
 #              of the quota, twice and half of it, and LXCFS; then under
 #              all the host's CPUs with and without a view of half
 #              (bench/cpuview-nginx.sh; REPS, DURATION, CASES pass through).
+#   sim        the simulator's speed (internal/sim BenchmarkSim16x64): 64
+#              threads of a bursty program on 16 CPUs under a quota of 8
+#              CPUs for 60 simulated seconds, 3 rounds of 20 runs; times
+#              real time by the wall clock and by the process's CPU time.
 #
 # `make bench` builds bin/cfsprobe and runs every section.
 set -euo pipefail
@@ -24,7 +28,7 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 RESULTS=bench/RESULTS.md
-all=(exporter cpuview-nginx)
+all=(exporter cpuview-nginx sim)
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=("${all[@]}")
 
@@ -73,10 +77,48 @@ bench_cpuview_nginx() {
 	rm -f "$out"
 }
 
+# hostfacts: what a benchmark's numbers depend on, as a table.
+hostfacts() {
+	printf '| host | |\n|---|---|\n'
+	printf '| CPU | %s, %s online CPUs |\n' "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" "$(nproc)"
+	printf '| kernel | %s |\n' "$(uname -r)"
+	printf '| Go | %s |\n' "$($GO env GOVERSION)"
+	printf '| load before | %s |\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+bench_sim() {
+	local out raw
+	out=$(mktemp)
+	raw=$(mktemp)
+	if ! $GO test -run '^$' -bench '^BenchmarkSim16x64$' -benchtime 20x -count 3 ./internal/sim/ >"$raw"; then
+		cat "$raw" >&2
+		rm -f "$out" "$raw"
+		return 1
+	fi
+	{
+		printf 'Measured %s by `bench/run.sh sim` (internal/sim BenchmarkSim16x64).\n\n' "$(date -u '+%Y-%m-%d %H:%M UTC')"
+		hostfacts
+		printf '\n| round | ms per run | × real time (wall clock) | × real time (CPU time) | operations |\n|---|---|---|---|---|\n'
+		awk '/^BenchmarkSim16x64/ {
+			for (i = 1; i <= NF; i++) {
+				if ($i == "ns/op") ns = $(i-1)
+				if ($i == "x_realtime") w = $(i-1)
+				if ($i == "x_realtime_cpu") c = $(i-1)
+				if ($i == "ops") o = $(i-1)
+			}
+			printf "| %d | %.1f | %d | %d | %d |\n", ++n, ns / 1e6, w, c, o
+		}' "$raw"
+		printf '\nLoad after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	} >"$out"
+	record sim "$out"
+	rm -f "$out" "$raw"
+}
+
 for s in "${sections[@]}"; do
 	case $s in
 	exporter) bench_exporter ;;
 	cpuview-nginx) bench_cpuview_nginx ;;
+	sim) bench_sim ;;
 	*)
 		echo "bench: no section $s (sections: ${all[*]})" >&2
 		exit 2

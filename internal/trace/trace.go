@@ -95,6 +95,9 @@ type Spec struct {
 	// Synthetic, on a trace that is not a measurement, says where it comes
 	// from.
 	Synthetic string `json:"synthetic,omitempty"`
+	// Simulated is set on a trace that internal/sim wrote from its model
+	// rather than from a measurement.
+	Simulated *Simulated `json:"simulated,omitempty"`
 }
 
 // View is the CPU view a workload was given: the CPU count that libc

@@ -1,0 +1,339 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// mixed is a group with a CPU-bound thread and bursty ones, free on cpus
+// CPUs, under quota per 100ms.
+func mixed(era Era, cpus int, quota time.Duration, d time.Duration) (Config, []Thread) {
+	th := []Thread{{Pin: -1, Behavior: busy{}}}
+	for i := 0; i < 2*cpus; i++ {
+		th = append(th, Thread{Pin: -1, Behavior: bursty(3*time.Millisecond, 15*time.Millisecond)})
+	}
+	return Config{Era: era, CPUs: cpus, Limits: cgroup.Limits{Quota: quota}, Seed: 7, Duration: d}, th
+}
+
+func timeline(r *Result, c Config) []trace.Period {
+	return trace.BuildTimeline(r.Samples, trace.TrackerConfig{Period: c.Limits.Period, Quota: c.Limits.Quota, CPUs: c.CPUs, FromStart: true})
+}
+
+// TestTimelineAgreesWithCounters: the readings straddle every period
+// boundary, so that the one period model (trace.BuildTimeline) places
+// every boundary closely (no period blurred) and counts exactly the
+// kernel's throttled periods, also across idle gaps where the period
+// timer stopped.
+func TestTimelineAgreesWithCounters(t *testing.T) {
+	type scenario struct {
+		name string
+		make func(Era) (Config, []Thread)
+	}
+	scenarios := []scenario{
+		{"busy and bursty threads on 4 CPUs under 1.5 CPUs", func(e Era) (Config, []Thread) {
+			c, th := mixed(e, 4, 150*time.Millisecond, 3*time.Second)
+			c.Limits.Period = 100 * time.Millisecond
+			return c, th
+		}},
+		{"bursts of 30ms every 350ms (idle periods stop the timer)", func(e Era) (Config, []Thread) {
+			return Config{Era: e, CPUs: 2, Limits: cgroup.Limits{Quota: 20 * time.Millisecond, Period: 50 * time.Millisecond}, Seed: 2, Duration: 4 * time.Second},
+				[]Thread{{Pin: 0, Behavior: &cycle{cpu: 30 * time.Millisecond, sleep: 350 * time.Millisecond}}}
+		}},
+	}
+	for _, s := range scenarios {
+		for _, era := range Eras() {
+			c, th := s.make(era)
+			r, err := Run(c, th)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Limits.Period = max(c.Limits.Period, cgroup.DefaultPeriod*time.Duration(boolInt(c.Limits.Period == 0)))
+			ps := timeline(r, c)
+			first, last := r.Samples[0], r.Samples[len(r.Samples)-1]
+			if got, want := trace.CountThrottled(ps), last.NrThrottled-first.NrThrottled; got != want || want == 0 {
+				t.Errorf("%s, era %s: the timeline has %d throttled periods, nr_throttled moved by %d (want equal, and some)", s.name, era, got, want)
+			}
+			for i, p := range ps {
+				if p.Blurred {
+					t.Errorf("%s, era %s: period %d (%v..%v) is blurred", s.name, era, i, time.Duration(p.StartNs), time.Duration(p.EndNs))
+				}
+			}
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestIdlePeriodsAreNotCounted: the period timer stops after a period in
+// which the group took no runtime and nothing was throttled, and starts
+// again when the group next asks for runtime, so idle gaps count no
+// periods (as nr_periods does).
+func TestIdlePeriodsAreNotCounted(t *testing.T) {
+	c := Config{Era: Era5_14, CPUs: 2, Limits: cgroup.Limits{Quota: 50 * time.Millisecond}, Duration: 10 * time.Second, Seed: 1}
+	r, err := Run(c, []Thread{{Pin: 0, Behavior: &cycle{cpu: 10 * time.Millisecond, sleep: time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each second: the period that runs the burst, and the next (idle:
+	// the timer stops at its end).
+	if n := r.Samples[len(r.Samples)-1].NrPeriods; n < 18 || n > 22 {
+		t.Errorf("nr_periods = %d over 10 bursts a second apart, want about 20 (not the 100 of wall time)", n)
+	}
+}
+
+// TestBusyThreadUsesItsQuota: one always-busy thread under a quota q
+// uses q in every period, within a tick (it is charged at the tick, so
+// it overruns by up to a tick and pays it back in the next period).
+func TestBusyThreadUsesItsQuota(t *testing.T) {
+	for _, era := range Eras() {
+		for _, q := range []time.Duration{10 * time.Millisecond, 35 * time.Millisecond, 100 * time.Millisecond} {
+			c := Config{Era: era, CPUs: 4, Limits: cgroup.Limits{Quota: q}, Duration: 5 * time.Second, Seed: 5}
+			r, err := Run(c, []Thread{{Pin: 1, Behavior: busy{}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Limits.Period = cgroup.DefaultPeriod
+			checkLoneBusy(t, fmt.Sprintf("era %s, quota %v", era, q), timeline(r, c), q)
+		}
+	}
+}
+
+// TestThrottledTimeIsSummedOverCPUs: four CPU-bound threads on four
+// CPUs under one CPU's quota stand still three quarters of every period
+// each: cpu.stat's throttled time adds them up.
+func TestThrottledTimeIsSummedOverCPUs(t *testing.T) {
+	th := make([]Thread, 4)
+	for i := range th {
+		th[i] = Thread{Pin: i, Behavior: busy{}}
+	}
+	c := Config{Era: Era5_14, CPUs: 4, Limits: cgroup.Limits{Quota: 100 * time.Millisecond}, Duration: 5 * time.Second, Seed: 1}
+	r, err := Run(c, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.Samples[len(r.Samples)-1]
+	per := time.Duration(last.ThrottledNs / last.NrThrottled)
+	if per < 250*time.Millisecond || per > 310*time.Millisecond {
+		t.Errorf("throttled time per throttled period = %v, want about 3 × 75ms summed over the CPUs", per)
+	}
+}
+
+// TestTaskBasedThrottleCountsFromFirstTask: a thread that runs its CPU
+// out just as it goes to sleep leaves an empty run queue without runtime.
+// Before 6.18 the run queue is throttled and its throttled time runs
+// until the refill; from 6.18 nothing is stopped, and nothing counted.
+func TestTaskBasedThrottleCountsFromFirstTask(t *testing.T) {
+	thr := map[Era]int64{}
+	for _, era := range []Era{Era5_14, Era6_18} {
+		c := Config{Era: era, CPUs: 2, Limits: cgroup.Limits{Quota: 20 * time.Millisecond}, Duration: 5 * time.Second, Seed: 1}
+		r, err := Run(c, []Thread{{Pin: 0, Behavior: &cycle{cpu: 24 * time.Millisecond, sleep: 170 * time.Millisecond}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		thr[era] = r.Samples[len(r.Samples)-1].ThrottledNs
+	}
+	if thr[Era6_18] >= thr[Era5_14] {
+		t.Errorf("throttled time: 5.14 %v, 6.18 %v; 6.18 should not count the time an empty run queue is throttled", time.Duration(thr[Era5_14]), time.Duration(thr[Era6_18]))
+	}
+}
+
+// TestParentQuotaLimitsTheGroup: a group allowed two CPUs under a parent
+// allowed one uses one.
+func TestParentQuotaLimitsTheGroup(t *testing.T) {
+	th := make([]Thread, 4)
+	for i := range th {
+		th[i] = Thread{Pin: -1, Behavior: busy{}}
+	}
+	parent := cgroup.Limits{Quota: 100 * time.Millisecond}
+	c := Config{Era: Era5_14, CPUs: 4, Limits: cgroup.Limits{Quota: 200 * time.Millisecond}, Parent: &parent, Duration: 5 * time.Second, Seed: 1}
+	r, err := Run(c, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := float64(r.Samples[len(r.Samples)-1].UsageNs) / float64(5*time.Second)
+	if used < 0.9 || used > 1.1 {
+		t.Errorf("the group used %.2f CPUs, want the parent's 1", used)
+	}
+	if r.Model.Parent == nil || *r.Model.Parent.QuotaUs != 100000 {
+		t.Errorf("Model.Parent = %+v, want the parent's limits", r.Model.Parent)
+	}
+}
+
+// TestSameSeedSameResult: the model is deterministic in its seed.
+func TestSameSeedSameResult(t *testing.T) {
+	run := func(seed uint64) *Result {
+		c, th := mixed(Era5_14, 4, 150*time.Millisecond, 2*time.Second)
+		c.Seed = seed
+		r, err := Run(c, th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b, other := run(3), run(3), run(4)
+	if !reflect.DeepEqual(a, b) {
+		t.Error("two runs with the same seed differ")
+	}
+	if reflect.DeepEqual(a.Samples, other.Samples) {
+		t.Error("runs with different seeds gave the same readings")
+	}
+}
+
+// TestRunRejectsBadConfig: each bad value is an error naming its field.
+func TestRunRejectsBadConfig(t *testing.T) {
+	ok := func() (Config, []Thread) {
+		return Config{Era: Era5_14, CPUs: 4, Limits: cgroup.Limits{Quota: 50 * time.Millisecond}, Duration: time.Second}, []Thread{{Pin: -1, Behavior: busy{}}}
+	}
+	cases := []struct {
+		field string
+		edit  func(*Config, *[]Thread)
+	}{
+		{"Era", func(c *Config, _ *[]Thread) { c.Era = "" }},
+		{"Era", func(c *Config, _ *[]Thread) { c.Era = "4.19" }},
+		{"CPUs", func(c *Config, _ *[]Thread) { c.CPUs = 0 }},
+		{"CPUs", func(c *Config, _ *[]Thread) { c.CPUs = 100000 }},
+		{"Limits", func(c *Config, _ *[]Thread) { c.Limits.Quota = 500 * time.Microsecond }},
+		{"Limits", func(c *Config, _ *[]Thread) { c.Limits.Period = 2 * time.Second }},
+		{"Limits", func(c *Config, _ *[]Thread) { c.Limits.Burst = time.Second }},
+		{"Limits", func(c *Config, _ *[]Thread) { c.Era = Era5_4; c.Limits.Burst = 10 * time.Millisecond }},
+		{"Limits", func(c *Config, _ *[]Thread) { c.Limits.Cpuset = "2-9" }},
+		{"Limits", func(c *Config, _ *[]Thread) { c.Limits.Cpuset = "x" }},
+		{"Parent", func(c *Config, _ *[]Thread) { c.Parent = &cgroup.Limits{Quota: -time.Millisecond} }},
+		{"Slice", func(c *Config, _ *[]Thread) { c.Slice = -time.Millisecond }},
+		{"Tick", func(c *Config, _ *[]Thread) { c.Tick = time.Second }},
+		{"Duration", func(c *Config, _ *[]Thread) { c.Duration = -time.Second }},
+		{"Threads", func(_ *Config, th *[]Thread) { *th = nil }},
+		{"Threads[0].Behavior", func(_ *Config, th *[]Thread) { (*th)[0].Behavior = nil }},
+		{"Threads[0].Pin", func(_ *Config, th *[]Thread) { (*th)[0].Pin = 4 }},
+		{"Threads[0].Pin", func(_ *Config, th *[]Thread) { (*th)[0].Pin = -2 }},
+		{"Threads[0].Pin", func(c *Config, th *[]Thread) { c.Limits.Cpuset = "0-1"; (*th)[0].Pin = 3 }},
+	}
+	for _, tc := range cases {
+		c, th := ok()
+		tc.edit(&c, &th)
+		_, err := Run(c, th)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: error %v, want one naming %s", tc.field, err, tc.field)
+		}
+	}
+	if c, th := ok(); true {
+		if _, err := Run(c, th); err != nil {
+			t.Errorf("the good config: %v", err)
+		}
+	}
+}
+
+// stuck never lets time pass.
+type stuck struct{}
+
+func (stuck) Next(time.Duration, *rand.Rand) Step { return Step{Kind: Burn} }
+
+// badKind hands out a step kind that does not exist.
+type badKind struct{}
+
+func (badKind) Next(time.Duration, *rand.Rand) Step { return Step{Kind: StepKind(9)} }
+
+// TestBadProgramsAreErrors: a program that never lets time pass, or
+// hands out an unknown step, stops the run with an error.
+func TestBadProgramsAreErrors(t *testing.T) {
+	for _, b := range []Behavior{stuck{}, badKind{}} {
+		_, err := Run(Config{Era: Era5_4, CPUs: 1, Duration: time.Second}, []Thread{{Pin: 0, Behavior: b}})
+		if err == nil {
+			t.Errorf("%T: no error", b)
+		}
+	}
+}
+
+// TestUnlimitedGroupRunsFreely: without a quota there is no period
+// timer, nothing is throttled, and threads use what they ask for.
+func TestUnlimitedGroupRunsFreely(t *testing.T) {
+	th := []Thread{{Pin: -1, Behavior: busy{}}, {Pin: -1, Behavior: busy{}}}
+	r, err := Run(Config{Era: Era6_18, CPUs: 4, Duration: 2 * time.Second}, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.Samples[len(r.Samples)-1]
+	if last.NrPeriods != 0 || last.UsageNs != int64(4*time.Second) {
+		t.Errorf("unlimited: %+v, want no periods and 4s of CPU (two threads, 2s)", last)
+	}
+}
+
+func ExampleRun() {
+	// One thread that burns 30ms of CPU every 100ms, under 20ms per 100ms.
+	r, err := Run(Config{Era: Era5_14, CPUs: 2, Limits: cgroup.Limits{Quota: 20 * time.Millisecond}, Duration: time.Second},
+		[]Thread{{Pin: -1, Behavior: &cycle{cpu: 30 * time.Millisecond, sleep: 70 * time.Millisecond}}})
+	if err != nil {
+		panic(err)
+	}
+	last := r.Samples[len(r.Samples)-1]
+	fmt.Println(last.NrThrottled > 0, len(r.Ops) > 0)
+	// Output: true true
+}
+
+// TestSlackTimer: runtime a CPU gives back goes to throttled CPUs 5ms
+// later (the slack timer), unless the refill is due within 7ms; the
+// timer does nothing within 2ms of the refill.
+func TestSlackTimer(t *testing.T) {
+	ms := int64(time.Millisecond)
+	setup := func(toRefill int64) *engine {
+		c, err := normalize(Config{Era: Era5_14, CPUs: 2, Limits: cgroup.Limits{Quota: 20 * time.Millisecond}}, []Thread{{Pin: -1, Behavior: busy{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(c, []Thread{{Pin: -1, Behavior: busy{}}})
+		e.now = 1000 * ms
+		b := &e.bw[0]
+		b.next, b.runtime = e.now+toRefill, 0
+		e.cpus[0].rq[0].remaining = -ms // CPU 0 overran and is throttled
+		e.throttle(0, 0)
+		e.cpus[1].rq[0].remaining = 9 * ms // CPU 1's last thread leaves with 9ms
+		e.returnRuntime(1, 0)
+		return e
+	}
+	slack := func(e *engine) int32 { return e.fixed + slotSlack0 }
+
+	e := setup(50 * ms)
+	if e.bw[0].runtime != 8*ms || e.cpus[1].rq[0].remaining != ms {
+		t.Fatalf("after the return: pool %v, CPU 1 keeps %v; want 8ms and min_cfs_rq_runtime", time.Duration(e.bw[0].runtime), time.Duration(e.cpus[1].rq[0].remaining))
+	}
+	at := armedAt(e.h, slack(e))
+	if at != e.now+5*ms {
+		t.Fatalf("the slack timer is not armed 5ms on (at %v)", time.Duration(at-e.now))
+	}
+	e.now = at
+	e.slackTimer(0)
+	if e.cpus[0].rq[0].throttled || e.cpus[0].rq[0].remaining != 1 || e.bw[0].runtime != 7*ms-1 {
+		t.Errorf("after the slack timer: CPU 0 throttled %v with %v, pool %v; want unthrottled with 1ns", e.cpus[0].rq[0].throttled, e.cpus[0].rq[0].remaining, e.bw[0].runtime)
+	}
+
+	if e := setup(6 * ms); e.bw[0].slackOn {
+		t.Error("the slack timer was started 6ms before the refill")
+	}
+	e = setup(8 * ms)
+	e.now += 6500 * int64(time.Microsecond)
+	e.slackTimer(0)
+	if !e.cpus[0].rq[0].throttled {
+		t.Error("the slack timer handed out runtime 1.5ms before the refill")
+	}
+}
+
+// armedAt is when slot s fires (never when it is not armed).
+func armedAt(h *timers, s int32) int64 {
+	if i := h.pos[s]; i >= 0 {
+		return h.heap[i].at
+	}
+	return never
+}

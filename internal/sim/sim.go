@@ -1,0 +1,245 @@
+// Package sim is a discrete-event model of CFS bandwidth control on N
+// CPUs, per kernel era (see Era): a group's pool refilled each period,
+// per-CPU local runtime taken from it in slices, the period and slack
+// timers, throttling and distribution, and the counters of cpu.stat, as
+// kernel/sched/fair.c and Documentation/scheduler/sched-bwc.rst describe
+// them. Threads follow step programs (Behavior); Run returns the group's
+// counters as the kernel would show them, for trace.BuildTimeline, and
+// the latency of every operation.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// The kernel's constants the model uses (kernel/sched/fair.c).
+const (
+	// DefaultSlice is sched_cfs_bandwidth_slice_us's default.
+	DefaultSlice = 5 * time.Millisecond
+	// DefaultTick is the tick of CONFIG_HZ=250 (Debian's).
+	DefaultTick = 4 * time.Millisecond
+	// MinRuntime is min_cfs_rq_runtime: what a CPU keeps of its local
+	// runtime when its last thread leaves.
+	MinRuntime = time.Millisecond
+	// SlackPeriod is cfs_bandwidth_slack_period: the slack timer's delay.
+	SlackPeriod = 5 * time.Millisecond
+	// MinExpiration is min_bandwidth_expiration: no slack distribution
+	// this close to a refill.
+	MinExpiration = 2 * time.Millisecond
+)
+
+// Config is one simulation. Zero values take the kernel's defaults.
+type Config struct {
+	Era  Era
+	CPUs int // the host's CPUs (> 0)
+	// Limits are the group's: Quota 0 = unlimited; Burst; Cpuset ("" =
+	// all CPUs) restricts where threads run; Period 0 = 100ms.
+	Limits cgroup.Limits
+	Parent *cgroup.Limits // a parent group with its own quota (nil: none)
+	Slice  time.Duration  // sched_cfs_bandwidth_slice_us; 0: 5 ms
+	Tick   time.Duration  // scheduler tick; 0: 4 ms (CONFIG_HZ=250, Debian's)
+	Seed   uint64         // for any randomness of the model (same seed, same result)
+	// Duration stops the run then even if threads still run (0: when
+	// every thread has exited).
+	Duration time.Duration
+}
+
+// StepKind is what a step of a thread's program does.
+type StepKind int
+
+// The kinds of step.
+const (
+	Burn  StepKind = iota // need CPU time: Step.CPU of it
+	Spin                  // run (burning CPU whenever on a CPU) until simulated time Step.Until, checked only while running (a wall-clock burn loop)
+	Sleep                 // sleep until simulated time Step.Until (no CPU)
+	Exit                  // the thread ends
+)
+
+// Step is one step of a thread's program.
+type Step struct {
+	Kind  StepKind
+	CPU   time.Duration // Burn
+	Until time.Duration // Spin, Sleep: absolute simulated time since the start
+	// OpStart marks the step as the first of an operation, OpEnd as its
+	// last (both on a one-step operation). An operation's latency is from
+	// the start of its first step to the end of its last; Result.Ops
+	// lists them.
+	OpStart, OpEnd bool
+}
+
+// Behavior gives a thread its next step when it finished the previous
+// one (at time now). rng is the thread's own, seeded from Config.Seed.
+type Behavior interface {
+	Next(now time.Duration, rng *rand.Rand) Step
+}
+
+// Thread is one simulated thread of the group.
+type Thread struct {
+	Pin      int // the CPU it is pinned to; -1: free (shared fairly across the group's CPUs)
+	Behavior Behavior
+}
+
+// Result is what happened.
+type Result struct {
+	// Samples are the group's cumulative counters as the kernel would
+	// show them, T in ns since the start, the first at T=0 (all zero),
+	// the last at EndNs; they straddle every period boundary closely
+	// (readings just before and just after it) so that
+	// trace.BuildTimeline places every boundary to well under a
+	// millisecond, plus readings in between.
+	Samples []trace.CounterSample
+	// Ops are the completed operations: StartNs, WallNs, CPUNs, Thread
+	// (index in the thread list).
+	Ops   []trace.Sample
+	EndNs int64 // when the last thread exited (or Config.Duration)
+	// Model is the era and every model parameter used, for
+	// spec.simulated.
+	Model trace.Simulated
+}
+
+// FieldError is a Config or thread that cannot be simulated: which field
+// ("CPUs", "Limits", "Threads[3].Pin", ...) and why.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("sim: %s: %v", e.Field, e.Err) }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldErr(field, format string, a ...any) error {
+	return &FieldError{Field: field, Err: fmt.Errorf(format, a...)}
+}
+
+// maxCPUs bounds Config.CPUs (the kernel's NR_CPUS is at most 8192);
+// maxThreads bounds the threads (timer slots are numbered in 24 bits).
+const (
+	maxCPUs    = 8192
+	maxThreads = 1 << 20
+)
+
+// Run simulates the threads under cfg. A Config or thread that cannot be
+// simulated is a *FieldError naming the field.
+func Run(cfg Config, threads []Thread) (*Result, error) { return run(cfg, threads, nil) }
+
+// run is Run with a check of the engine's state after every event (for
+// tests; nil: none).
+func run(cfg Config, threads []Thread, verify func(*engine) error) (*Result, error) {
+	c, err := normalize(cfg, threads)
+	if err != nil {
+		return nil, err
+	}
+	e := newEngine(c, threads)
+	e.verify = verify
+	if err := e.run(); err != nil {
+		return nil, err
+	}
+	return e.result(), nil
+}
+
+// normalize checks cfg and fills in the kernel's defaults.
+func normalize(cfg Config, threads []Thread) (Config, error) {
+	c := cfg
+	if c.Era == "" {
+		return c, fieldErr("Era", "no kernel era given: use one of %s", eraNames())
+	}
+	if _, err := ParseEra(string(c.Era)); err != nil {
+		return c, &FieldError{Field: "Era", Err: err}
+	}
+	if c.CPUs <= 0 || c.CPUs > maxCPUs {
+		return c, fieldErr("CPUs", "%d is not a CPU count from 1 to %d", c.CPUs, maxCPUs)
+	}
+	var err error
+	if c.Limits, err = checkLimits(c.Limits, c.CPUs); err != nil {
+		return c, &FieldError{Field: "Limits", Err: err}
+	}
+	if c.Limits.Burst > 0 && !modelOf(c.Era).burst {
+		return c, fieldErr("Limits", "burst %v needs era %s or later (cpu.cfs_burst_us came with f4183717b370)", c.Limits.Burst, Era5_14)
+	}
+	if c.Parent != nil {
+		p, err := checkLimits(*c.Parent, c.CPUs)
+		if err != nil {
+			return c, &FieldError{Field: "Parent", Err: err}
+		}
+		c.Parent = &p
+	}
+	if c.Slice == 0 {
+		c.Slice = DefaultSlice
+	}
+	if c.Slice < time.Microsecond {
+		return c, fieldErr("Slice", "%v is below the kernel's minimum of 1µs", c.Slice)
+	}
+	if c.Tick == 0 {
+		c.Tick = DefaultTick
+	}
+	if c.Tick < 100*time.Microsecond || c.Tick > 100*time.Millisecond {
+		return c, fieldErr("Tick", "%v is not a tick from 100µs to 100ms", c.Tick)
+	}
+	if c.Duration < 0 {
+		return c, fieldErr("Duration", "%v is negative", c.Duration)
+	}
+	if len(threads) == 0 {
+		return c, fieldErr("Threads", "none given")
+	}
+	if len(threads) > maxThreads {
+		return c, fieldErr("Threads", "%d threads are more than the %d the engine takes", len(threads), maxThreads)
+	}
+	allowed := allowedCPUs(c.Limits.Cpuset, c.CPUs)
+	for i, t := range threads {
+		if t.Behavior == nil {
+			return c, fieldErr(fmt.Sprintf("Threads[%d].Behavior", i), "is nil")
+		}
+		if t.Pin < -1 || t.Pin >= c.CPUs {
+			return c, fieldErr(fmt.Sprintf("Threads[%d].Pin", i), "%d is neither -1 (free) nor a CPU from 0 to %d", t.Pin, c.CPUs-1)
+		}
+		if t.Pin >= 0 && !allowed[t.Pin] {
+			return c, fieldErr(fmt.Sprintf("Threads[%d].Pin", i), "CPU %d is not in the group's cpuset %q", t.Pin, c.Limits.Cpuset)
+		}
+	}
+	return c, nil
+}
+
+// checkLimits fills in the default period and checks the limits as the
+// kernel would, and the cpuset against the host's CPUs.
+func checkLimits(l cgroup.Limits, cpus int) (cgroup.Limits, error) {
+	if l.Period == 0 {
+		l.Period = cgroup.DefaultPeriod
+	}
+	if err := l.Validate(); err != nil {
+		return l, err
+	}
+	if l.Cpuset != "" {
+		list, _ := cgroup.ParseCPUList(l.Cpuset) // Validate parsed it
+		if len(list) == 0 {
+			return l, errors.New("cpuset is empty")
+		}
+		if last := list[len(list)-1]; last >= cpus {
+			return l, fmt.Errorf("cpuset %q names CPU %d, beyond the host's %d CPUs", l.Cpuset, last, cpus)
+		}
+	}
+	return l, nil
+}
+
+// allowedCPUs marks the CPUs of a valid cpuset ("" = all).
+func allowedCPUs(cpuset string, cpus int) []bool {
+	a := make([]bool, cpus)
+	if cpuset == "" {
+		for i := range a {
+			a[i] = true
+		}
+		return a
+	}
+	list, _ := cgroup.ParseCPUList(cpuset)
+	for _, c := range list {
+		if c < cpus {
+			a[c] = true
+		}
+	}
+	return a
+}

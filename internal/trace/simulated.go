@@ -1,0 +1,39 @@
+package trace
+
+// Simulated marks a trace that internal/sim wrote from its model of CFS
+// bandwidth control instead of a measurement: the kernel era it modelled
+// and every parameter of the model, so that the run can be repeated
+// exactly (same parameters, same seed, same trace). docs/trace.md
+// describes the fields.
+type Simulated struct {
+	// Era is the kernel model ("3.16", "4.18", "5.4", "5.14", "6.18").
+	Era string `json:"era"`
+	// HostCPUs is the number of CPUs of the simulated host.
+	HostCPUs int `json:"host_cpus"`
+	// SliceNs is sched_cfs_bandwidth_slice_us: what a CPU takes from the
+	// group's pool at a time.
+	SliceNs int64 `json:"slice_ns"`
+	// TickNs is the scheduler tick, at which a running thread is charged.
+	TickNs int64 `json:"tick_ns"`
+	// MinRuntimeNs is min_cfs_rq_runtime: what a CPU keeps when its last
+	// thread leaves it; the rest goes back to the pool.
+	MinRuntimeNs int64 `json:"min_runtime_ns"`
+	// SlackNs is the slack timer's delay (cfs_bandwidth_slack_period):
+	// returned runtime is handed to throttled CPUs that long after it came
+	// back.
+	SlackNs int64 `json:"slack_ns"`
+	// MinExpirationNs is min_bandwidth_expiration: the slack timer does
+	// nothing that close to the period's end, and is not started within
+	// SlackNs + MinExpirationNs of it.
+	MinExpirationNs int64 `json:"min_expiration_ns"`
+	// Seed seeds every random choice of the model (the period timer's
+	// phase, where woken threads land, the workload's own draws).
+	Seed uint64 `json:"seed"`
+	// PhaseNs is when the group's period timer first fires, after the
+	// start (the grid of period boundaries is PhaseNs + k × period).
+	PhaseNs int64 `json:"phase_ns"`
+	// Threads is the number of simulated threads.
+	Threads int `json:"threads"`
+	// Parent is the parent group's limits when it had a quota of its own.
+	Parent *Limits `json:"parent,omitempty"`
+}
