@@ -406,22 +406,22 @@ func newLabelSet(pairs ...*dto.LabelPair) labelSet {
 		}
 		s.text = append(s.text, p.GetName()...)
 		s.text = append(s.text, '=', '"')
-		s.text = appendEscaped(s.text, p.GetValue())
+		s.text = appendEscaped(s.text, p.GetValue(), true)
 		s.text = append(s.text, '"')
 	}
 	return s
 }
 
-// appendEscaped escapes a label value as the text format does: \, " and
-// newline.
-func appendEscaped(b []byte, v string) []byte {
+// appendEscaped escapes a label value as the text format does (\, " and
+// newline), or a HELP text (quote false: \ and newline).
+func appendEscaped(b []byte, v string, quote bool) []byte {
 	for i := 0; i < len(v); i++ {
-		switch c := v[i]; c {
-		case '\\':
+		switch c := v[i]; {
+		case c == '\\':
 			b = append(b, '\\', '\\')
-		case '"':
+		case c == '"' && quote:
 			b = append(b, '\\', '"')
-		case '\n':
+		case c == '\n':
 			b = append(b, '\\', 'n')
 		default:
 			b = append(b, c)
@@ -521,16 +521,7 @@ func (f *family) appendHeader(b []byte) []byte {
 	b = append(b, "# HELP "...)
 	b = append(b, f.name...)
 	b = append(b, ' ')
-	for i := 0; i < len(f.help); i++ { // escaped: \ and newline
-		switch c := f.help[i]; c {
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\n':
-			b = append(b, '\\', 'n')
-		default:
-			b = append(b, c)
-		}
-	}
+	b = appendEscaped(b, f.help, false)
 	b = append(b, "\n# TYPE "...)
 	b = append(b, f.name...)
 	b = append(b, ' ')
