@@ -29,8 +29,7 @@ type runFlags struct {
 	out            string
 	report         string
 	parent         string
-	procRoot       string
-	fsRoot         string
+	roots          hostRoots
 	sampleInterval time.Duration
 	view           string
 	viewRound      string
@@ -83,8 +82,7 @@ trace's spec records it.`,
 	fl.StringVarP(&f.out, "out", "o", "", "save the trace to this file")
 	fl.StringVar(&f.report, "report", "", "write a report of the run: FILE.html (charts), .md, .json or .txt")
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "group under which the run's group is created")
-	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted")
-	fl.StringVar(&f.fsRoot, "fs-root", "/", "root under which the cgroup mount points of mountinfo are found")
+	f.roots.addFlags(fl)
 	fl.StringVar(&f.view, "view", "", "give the workload a view of N CPUs, or auto: the run's quota rounded by --view-round (as cfsprobe exec does; see its --help)")
 	fl.StringVar(&f.viewRound, "view-round", string(cpuview.Floor), "how --view auto rounds a fractional quota: ceil, floor or nearest")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", 0, "how often to read the counters (default period/10, at most 10ms)")
@@ -136,7 +134,7 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 		return err
 	}
 	cfg := lab.Config{
-		Limits: lim, Parent: f.parent, ProcRoot: f.procRoot, FSRoot: f.fsRoot,
+		Limits: lim, Parent: f.parent, FS: f.roots.FS(),
 		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, SampleInterval: f.sampleInterval,
 	}
 	if f.json {
@@ -229,7 +227,7 @@ func (f *runFlags) applyView(c *cobra.Command, cfg *lab.Config) error {
 		}
 		return nil
 	}
-	opts, err := viewOptions("--view", f.view, "--view-round", f.viewRound, f.procRoot, f.fsRoot)
+	opts, err := viewOptions("--view", f.view, "--view-round", f.viewRound, f.roots.FS())
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/check"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/suite"
 )
@@ -77,7 +78,7 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 					return &exitError{2, err}
 				}
 			}
-			env := suite.Env{CPUs: cgroup.OnlineCPUs("/sys"), Quick: quick}
+			env := suite.Env{CPUs: cgroup.OnlineCPUs(hostfs.Default()), Quick: quick}
 			batch, err := suite.NewBatch(suites, env, lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr})
 			if err != nil {
 				return &exitError{2, err}

@@ -2,20 +2,22 @@ package cgroup
 
 import (
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // The host facts every part of cfsprobe records next to a group's counters
-// (traces, the check, top, the exporter). Roots are parameters: a container
-// sees the node's /proc and /sys where they are mounted.
+// (traces, the check, top, the exporter). The
+// tree is a parameter: a container sees the node's /proc and /sys where
+// they are mounted.
 
-// OnlineCPUs counts the CPUs in sysRoot's devices/system/cpu/online, or
-// gives runtime.NumCPU() when that cannot be read.
-func OnlineCPUs(sysRoot string) int {
-	if b, err := os.ReadFile(filepath.Join(sysRoot, "devices/system/cpu/online")); err == nil {
+// OnlineCPUs counts the CPUs in fs's online file, or gives
+// runtime.NumCPU() when that cannot be read.
+func OnlineCPUs(fs hostfs.FS) int {
+	if b, err := os.ReadFile(fs.OnlineFile()); err == nil {
 		if cpus, err := ParseCPUList(strings.TrimSpace(string(b))); err == nil && len(cpus) > 0 {
 			return len(cpus)
 		}
@@ -23,19 +25,20 @@ func OnlineCPUs(sysRoot string) int {
 	return runtime.NumCPU()
 }
 
-// KernelRelease reads procRoot's sys/kernel/osrelease ("" when unknown).
-func KernelRelease(procRoot string) string {
-	b, err := os.ReadFile(filepath.Join(procRoot, "sys/kernel/osrelease"))
+// KernelRelease reads fs's proc/sys/kernel/osrelease ("" when unknown).
+func KernelRelease(fs hostfs.FS) string {
+	b, err := os.ReadFile(fs.Proc("sys", "kernel", "osrelease"))
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
 }
 
-// SliceUs reads kernel.sched_cfs_bandwidth_slice_us from procRoot (0 when
-// unknown): how much quota a CPU takes from the group's pool at a time.
-func SliceUs(procRoot string) int64 {
-	b, err := os.ReadFile(filepath.Join(procRoot, "sys/kernel/sched_cfs_bandwidth_slice_us"))
+// SliceUs reads kernel.sched_cfs_bandwidth_slice_us from fs's proc (0
+// when unknown): how much quota a CPU takes from the group's pool at a
+// time.
+func SliceUs(fs hostfs.FS) int64 {
+	b, err := os.ReadFile(fs.Proc("sys", "kernel", "sched_cfs_bandwidth_slice_us"))
 	if err != nil {
 		return 0
 	}

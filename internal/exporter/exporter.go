@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 )
 
@@ -353,11 +354,11 @@ type Host struct {
 	SliceSeconds float64 // kernel.sched_cfs_bandwidth_slice_us in seconds; 0 when unknown
 }
 
-// ReadHost reads the node's facts from procRoot (/proc) and sysRoot
-// (/sys): a container sees the node's kernel, CPUs and sysctls there.
-func ReadHost(procRoot, sysRoot string) Host {
-	h := Host{Kernel: cgroup.KernelRelease(procRoot), CPUs: cgroup.OnlineCPUs(sysRoot)}
-	if us := cgroup.SliceUs(procRoot); us > 0 {
+// ReadHost reads the node's facts from fs's /proc and /sys: a container
+// sees the node's kernel, CPUs and sysctls there.
+func ReadHost(fs hostfs.FS) Host {
+	h := Host{Kernel: cgroup.KernelRelease(fs), CPUs: cgroup.OnlineCPUs(fs)}
+	if us := cgroup.SliceUs(fs); us > 0 {
 		h.SliceSeconds = float64(us) / 1e6
 	}
 	return h

@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -178,12 +179,12 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// HostFacts describes the machine whose cgroup tree r is; procRoot and
-// sysRoot locate /proc and /sys.
-func (r *Root) HostFacts(procRoot, sysRoot string) trace.Host {
+// HostFacts describes the machine whose cgroup tree r is; fs locates its
+// /proc and /sys.
+func (r *Root) HostFacts(fs hostfs.FS) trace.Host {
 	h := trace.Host{
-		Arch: runtime.GOARCH, Kernel: cgroup.KernelRelease(procRoot), CPUs: cgroup.OnlineCPUs(sysRoot),
-		CgroupMode: string(r.Mode), CPUController: r.Version, SliceUs: cgroup.SliceUs(procRoot),
+		Arch: runtime.GOARCH, Kernel: cgroup.KernelRelease(fs), CPUs: cgroup.OnlineCPUs(fs),
+		CgroupMode: string(r.Mode), CPUController: r.Version, SliceUs: cgroup.SliceUs(fs),
 	}
 	h.Hostname, _ = os.Hostname()
 	if r.Version == 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -161,7 +162,7 @@ func pinProcess(n int) {
 	if !ok {
 		return
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
+	tasks, err := os.ReadDir(hostfs.Default().Proc("self", "task"))
 	if err != nil {
 		return
 	}
