@@ -80,7 +80,7 @@ func runExporter(f *exporterFlags) error {
 		All:              f.all,
 		ScanInterval:     f.scanInterval,
 		SamplerMaxGroups: f.samplerMaxGroups,
-		Host:             exporter.ReadHost(hostfs.Default()),
+		Host:             root.HostFacts(hostfs.Default()),
 		Version:          lab.Version,
 		Logger:           log,
 	})

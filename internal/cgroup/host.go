@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -10,7 +11,7 @@ import (
 )
 
 // The host facts every part of cfsprobe records next to a group's counters
-// (traces, the check, top, the exporter). The
+// (traces, the check, top, the exporter; trace.ReadHost gathers them). The
 // tree is a parameter: a container sees the node's /proc and /sys where
 // they are mounted.
 
@@ -47,4 +48,28 @@ func SliceUs(fs hostfs.FS) int64 {
 		return 0
 	}
 	return v
+}
+
+// BurstSupported reports whether the kernel exposes CPU burst in the
+// cpu hierarchy h: cpu.cfs_burst_us on v1; on v2 cpu.max.burst beside
+// the cpu.max of a group (the root has neither), or, with no group to
+// look at, a kernel release of 5.14 or later (when cpu.max.burst came).
+func BurstSupported(h *Hierarchy, release string) bool {
+	if h == nil {
+		return false
+	}
+	if h.Version == 1 {
+		return fileExists(filepath.Join(h.Dir, "cpu.cfs_burst_us"))
+	}
+	if fileExists(filepath.Join(h.Dir, "cpu.max.burst")) {
+		return true
+	}
+	entries, _ := os.ReadDir(h.Dir)
+	for _, e := range entries {
+		if e.IsDir() && fileExists(filepath.Join(h.Dir, e.Name(), "cpu.max")) {
+			return fileExists(filepath.Join(h.Dir, e.Name(), "cpu.max.burst"))
+		}
+	}
+	ma, mi, ok := ParseKernelRelease(release)
+	return ok && (ma > 5 || ma == 5 && mi >= 14)
 }

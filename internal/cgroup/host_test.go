@@ -45,3 +45,40 @@ func TestHostFacts(t *testing.T) {
 		t.Error("unparsable files: want the fallbacks")
 	}
 }
+
+func TestBurstSupported(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version int
+		files   []string // under the hierarchy's root
+		release string
+		want    bool
+	}{
+		{"v1 with cpu.cfs_burst_us", 1, []string{"cpu.cfs_burst_us"}, "4.19.0", true},
+		{"v1 without", 1, []string{"cpu.cfs_quota_us"}, "6.1.0", false},
+		{"v2 group with cpu.max.burst", 2, []string{"cgroup.controllers", "system.slice/cpu.max", "system.slice/cpu.max.burst"}, "", true},
+		{"v2 group without cpu.max.burst", 2, []string{"cgroup.controllers", "system.slice/cpu.max"}, "6.1.0", false},
+		{"v2 no group, new kernel", 2, []string{"cgroup.controllers"}, "5.14.0-1", true},
+		{"v2 no group, old kernel", 2, []string{"cgroup.controllers"}, "5.13.19", false},
+		{"v2 no group, unknown kernel", 2, []string{"cgroup.controllers"}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range tc.files {
+				p := filepath.Join(dir, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("0\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := BurstSupported(&Hierarchy{Version: tc.version, Dir: dir}, tc.release); got != tc.want {
+				t.Errorf("BurstSupported = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if BurstSupported(nil, "6.18.0") {
+		t.Error("no cpu hierarchy: want no burst")
+	}
+}

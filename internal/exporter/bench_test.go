@@ -104,7 +104,7 @@ func BenchmarkScrape(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e := New(Options{Root: r, Host: testHost, Version: "bench", NoRuntimeMetrics: true})
+			e := New(Options{Root: r, Host: testHost(r), Version: "bench", NoRuntimeMetrics: true})
 			if err := e.Rescan(); err != nil {
 				b.Fatal(err)
 			}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // Buckets of the per-period histograms (docs/metrics.md).
@@ -77,12 +78,10 @@ type errorCounts interface {
 
 // Info is what the exporter says about itself and the node.
 type Info struct {
-	Version       string // cfsprobe's
-	GoVersion     string
-	Host          Host
-	CgroupMode    string   // v1, hybrid, v2
-	CPUController string   // v1, v2
-	ErrorFiles    []string // files whose read error counts are shown from 0
+	Version    string // cfsprobe's
+	GoVersion  string
+	Host       trace.Host
+	ErrorFiles []string // files whose read error counts are shown from 0
 }
 
 // Collector makes cfsprobe's metrics: the series of every CPU-limited
@@ -366,10 +365,10 @@ func (n nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 	in := c.info
 	ch <- prometheus.MustNewConstMetric(c.buildInfo, gauge, 1, in.Version, in.GoVersion)
-	ch <- prometheus.MustNewConstMetric(c.hostInfo, gauge, 1, in.Host.Kernel, in.CgroupMode, in.CPUController)
+	ch <- prometheus.MustNewConstMetric(c.hostInfo, gauge, 1, in.Host.Kernel, in.Host.CgroupMode, "v"+strconv.Itoa(in.Host.CPUController))
 	ch <- prometheus.MustNewConstMetric(c.hostCPUs, gauge, float64(in.Host.CPUs))
-	if in.Host.SliceSeconds > 0 {
-		ch <- prometheus.MustNewConstMetric(c.slice, gauge, in.Host.SliceSeconds)
+	if in.Host.SliceUs > 0 {
+		ch <- prometheus.MustNewConstMetric(c.slice, gauge, float64(in.Host.SliceUs)/1e6)
 	}
 	ch <- prometheus.MustNewConstMetric(c.scrapeDuration, gauge, time.Duration(c.took.Load()).Seconds())
 	ch <- prometheus.MustNewConstMetric(c.groupsScanned, gauge, float64(c.counters.Walked()))

@@ -19,9 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/cfsprobe/cfsprobe/internal/cgroup"
-	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // Defaults of the command's flags (docs/metrics.md).
@@ -37,7 +36,7 @@ type Options struct {
 	All              bool          // report groups without a CPU limit too
 	ScanInterval     time.Duration // how often the tree is walked and limits read; DefaultScanInterval when 0
 	SamplerMaxGroups int           // most groups the per-period sampler follows; 0: no sampler
-	Host             Host          // the node; ReadHost's
+	Host             trace.Host    // the node: Root.HostFacts
 	Version          string        // cfsprobe's
 	GoVersion        string        // runtime.Version() when empty
 	Logger           *slog.Logger  // nil: no logs
@@ -96,14 +95,12 @@ func newExporter(opts Options, reg *prometheus.Registry) *Exporter {
 		})
 		periods = e.sampler
 	}
-	cpuController := "v" + strconv.Itoa(opts.Root.Version)
 	files := []string{"directory", "cpu.stat", "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpuacct.usage"}
 	if opts.Root.Version == 2 {
 		files = []string{"directory", "cpu.stat", "cpu.max"}
 	}
 	e.collector = NewCollector(e.scanner, periods, e.scanner.Errors(), Info{
-		Version: opts.Version, GoVersion: opts.GoVersion, Host: opts.Host,
-		CgroupMode: string(opts.Root.Mode), CPUController: cpuController, ErrorFiles: files,
+		Version: opts.Version, GoVersion: opts.GoVersion, Host: opts.Host, ErrorFiles: files,
 	})
 	e.reg.MustRegister(e.collector)
 	e.node.MustRegister(e.collector.NodeCollector())
@@ -346,20 +343,3 @@ func (g gzipResponse) WriteHeader(code int) {
 type slogPrintln struct{ log *slog.Logger }
 
 func (l slogPrintln) Println(v ...any) { l.log.Warn(strings.TrimSpace(fmt.Sprintln(v...))) }
-
-// Host is what the exporter tells about the node.
-type Host struct {
-	Kernel       string  // release
-	CPUs         int     // online CPUs
-	SliceSeconds float64 // kernel.sched_cfs_bandwidth_slice_us in seconds; 0 when unknown
-}
-
-// ReadHost reads the node's facts from fs's /proc and /sys: a container
-// sees the node's kernel, CPUs and sysctls there.
-func ReadHost(fs hostfs.FS) Host {
-	h := Host{Kernel: cgroup.KernelRelease(fs), CPUs: cgroup.OnlineCPUs(fs)}
-	if us := cgroup.SliceUs(fs); us > 0 {
-		h.SliceSeconds = float64(us) / 1e6
-	}
-	return h
-}

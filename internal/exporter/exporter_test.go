@@ -24,7 +24,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/cfsprobe/cfsprobe/internal/golden"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // fixtures are monitor's fixture trees, each a node's cgroup root.
@@ -84,7 +86,9 @@ func newFakePeriods(s *monitor.Scanner) *fakePeriods {
 	return f
 }
 
-var testHost = Host{Kernel: "6.1.0-test-amd64", CPUs: 8, SliceSeconds: 0.005}
+// testHost is the node of a fixture tree: its kernel, CPUs and slice
+// from the host fixture (6.1.0-test-amd64, 8 CPUs, 5 ms).
+func testHost(r *monitor.Root) trace.Host { return r.HostFacts(hostfs.New("testdata/host")) }
 
 // fixtureRegistry is a registry with cfsprobe's collector over a fixture
 // tree, walked once, with fake sampler figures.
@@ -94,7 +98,7 @@ func fixtureRegistry(t *testing.T, name string, all bool) *Exporter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newPedantic(Options{Root: r, All: all, Host: testHost, Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true})
+	e := newPedantic(Options{Root: r, All: all, Host: testHost(r), Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true})
 	if err := e.Rescan(); err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +449,7 @@ func TestUsageUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, all := range []bool{false, true} {
-		e := newPedantic(Options{Root: r, All: all, SamplerMaxGroups: 10, Host: testHost, Version: "v0-test", NoRuntimeMetrics: true})
+		e := newPedantic(Options{Root: r, All: all, SamplerMaxGroups: 10, Host: testHost(r), Version: "v0-test", NoRuntimeMetrics: true})
 		if err := e.Rescan(); err != nil {
 			t.Fatal(err)
 		}
@@ -524,7 +528,7 @@ func TestEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newPedantic(Options{Root: r, Host: testHost, Version: "v0-test"})
+	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test"})
 	t.Cleanup(e.scanner.Close)
 	h := e.Handler()
 	get := func(path string) (int, string) {

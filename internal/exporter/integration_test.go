@@ -236,7 +236,7 @@ func TestRealThrottledGroup(t *testing.T) {
 	if err := rt.enter("q20", busy.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
-	e := newPedantic(Options{Root: rt.root, ScanInterval: 200 * time.Millisecond, SamplerMaxGroups: 100, Host: ReadHost(hostfs.Default()), Version: "test"})
+	e := newPedantic(Options{Root: rt.root, ScanInterval: 200 * time.Millisecond, SamplerMaxGroups: 100, Host: rt.root.HostFacts(hostfs.Default()), Version: "test"})
 	url := serve(t, e)
 	// 8 s: the sampler counts a group's periods once it has learnt the
 	// group's period grid to 2 ms (docs/trace.md: blurred periods), a
@@ -352,7 +352,7 @@ func TestRealChurn(t *testing.T) {
 		t.Skip("creates 10,000 cgroups")
 	}
 	rt := newRealTree(t, "churn")
-	e := newPedantic(Options{Root: rt.root, ScanInterval: 20 * time.Millisecond, SamplerMaxGroups: 100, Host: ReadHost(hostfs.Default()), Version: "test"})
+	e := newPedantic(Options{Root: rt.root, ScanInterval: 20 * time.Millisecond, SamplerMaxGroups: 100, Host: rt.root.HostFacts(hostfs.Default()), Version: "test"})
 	url := serve(t, e)
 	if _, err := get(url); err != nil {
 		t.Fatal(err)

@@ -174,7 +174,7 @@ func Prepare(cfg Config) (*Plan, error) {
 	if err := p.mgr.Check(cfg.Limits); err != nil {
 		return ue(err)
 	}
-	p.host = HostFacts(cfg.FS, layout, p.mgr)
+	p.host = trace.ReadHost(cfg.FS, layout.Mode, layout.CPU)
 	p.limits = trace.LimitsOf(cfg.Limits)
 	return p, nil
 }
@@ -465,15 +465,4 @@ func sum(v []int64) int64 {
 		s += x
 	}
 	return s
-}
-
-// HostFacts describes the machine fs locates for the trace.
-func HostFacts(fs hostfs.FS, l *cgroup.Layout, m *cgroup.Manager) trace.Host {
-	h := trace.Host{Arch: runtime.GOARCH, CgroupMode: string(l.Mode), CPUController: l.CPUVersion()}
-	h.Hostname, _ = os.Hostname()
-	h.Kernel = cgroup.KernelRelease(fs)
-	h.CPUs = cgroup.OnlineCPUs(fs)
-	h.SliceUs = cgroup.SliceUs(fs)
-	h.BurstSupported = m.BurstSupported()
-	return h
 }
