@@ -2,7 +2,6 @@ package trace
 
 import (
 	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -11,22 +10,9 @@ import (
 )
 
 func TestReadHost(t *testing.T) {
-	root := t.TempDir()
-	for f, s := range map[string]string{
-		"proc/sys/kernel/osrelease":                    "5.10.0-28-amd64\n",
-		"proc/sys/kernel/sched_cfs_bandwidth_slice_us": "3000\n",
-		"sys/devices/system/cpu/online":                "0-5\n",
-		"sys/fs/cgroup/cpu/cpu.cfs_burst_us":           "0\n",
-	} {
-		p := filepath.Join(root, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fs := hostfs.New(root)
+	// A 5.10 kernel with 6 CPUs, a 3 ms slice and CPU burst in its v1
+	// cpu hierarchy.
+	fs := hostfs.New("testdata/host-5.10-v1-burst")
 	hostname, _ := os.Hostname()
 
 	got := ReadHost(fs, cgroup.ModeHybrid, &cgroup.Hierarchy{Version: 1, Dir: fs.Path("/sys/fs/cgroup/cpu")})
