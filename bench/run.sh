@@ -20,7 +20,15 @@
 #   sim        the simulator's speed (internal/sim BenchmarkSim16x64): 64
 #              threads of a bursty program on 16 CPUs under a quota of 8
 #              CPUs for 60 simulated seconds, 3 rounds of 20 runs; times
-#              real time by the wall clock and by the process's CPU time.
+#              real time by the wall clock and by the process's CPU time;
+#              and replay's (BenchmarkReplay20Limits): a 1,011-period lab
+#              trace replayed under 20 quotas, 3 rounds.
+#   sim-validate
+#              the simulator against this host's kernel (root, about four
+#              minutes): every scenario of the four built-in suites
+#              (--quick), measured and simulated on the model of this
+#              host's kernel era and CPUs, side by side
+#              (cfsprobe suite NAME --quick --compare).
 #
 # `make bench` builds bin/cfsprobe and runs every section.
 set -euo pipefail
@@ -28,7 +36,7 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 RESULTS=bench/RESULTS.md
-all=(exporter cpuview-nginx sim)
+all=(exporter cpuview-nginx sim sim-validate)
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=("${all[@]}")
 
@@ -90,7 +98,8 @@ bench_sim() {
 	local out raw
 	out=$(mktemp)
 	raw=$(mktemp)
-	if ! $GO test -run '^$' -bench '^BenchmarkSim16x64$' -benchtime 20x -count 3 ./internal/sim/ >"$raw"; then
+	if ! $GO test -run '^$' -bench '^BenchmarkSim16x64$' -benchtime 20x -count 3 ./internal/sim/ >"$raw" ||
+		! $GO test -run '^$' -bench '^BenchmarkReplay20Limits$' -benchtime 1x -count 3 ./internal/sim/ >>"$raw"; then
 		cat "$raw" >&2
 		rm -f "$out" "$raw"
 		return 1
@@ -108,10 +117,51 @@ bench_sim() {
 			}
 			printf "| %d | %.1f | %d | %d | %d |\n", ++n, ns / 1e6, w, c, o
 		}' "$raw"
+		printf '\nReplay (internal/sim BenchmarkReplay20Limits): a lab trace of 1,011 periods replayed under 20 quotas, 0.1 to 2 CPUs, as `cfsprobe simulate replay` does (read, reconstruct, simulate, write the trace); the target is 5 s for the 20.\n\n'
+		printf '| round | s for 20 limits (wall clock) | s for 20 limits (CPU time) | periods |\n|---|---|---|---|\n'
+		awk '/^BenchmarkReplay20Limits/ {
+			for (i = 1; i <= NF; i++) {
+				if ($i == "s_per_20") w = $(i-1)
+				if ($i == "s_per_20_cpu") c = $(i-1)
+				if ($i == "periods") p = $(i-1)
+			}
+			printf "| %d | %.2f | %.2f | %d |\n", ++n, w, c, p
+		}' "$raw"
 		printf '\nLoad after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 	} >"$out"
 	record sim "$out"
 	rm -f "$out" "$raw"
+}
+
+bench_sim_validate() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "bench: the sim-validate section measures on real cgroups: run it as root" >&2
+		return 1
+	fi
+	make build
+	local out run st suite
+	out=$(mktemp)
+	run=$(mktemp)
+	{
+		printf 'Measured %s by `bench/run.sh sim-validate` with %s (cfsprobe suite NAME --quick --compare: measured on this host, simulated on the model of its kernel era and CPUs).\n\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(bin/cfsprobe version)"
+		hostfacts
+		printf '| cgroup | %s at /sys/fs/cgroup |\n' "$(stat -fc %T /sys/fs/cgroup)"
+		for suite in aggressive-cfs burst bursty-limits threads-vs-quota; do
+			st=0
+			bin/cfsprobe suite "$suite" --quick --compare --parent cfsprobe-bench-sim >"$run" 2>/dev/null || st=$?
+			if [ "$st" -gt 1 ]; then # 1: an expectation of the suite was not met
+				echo "bench: cfsprobe suite $suite --quick --compare failed (exit $st)" >&2
+				rm -f "$out" "$run"
+				return 1
+			fi
+			printf '\n### %s\n\n```\n' "$suite"
+			sed -n '/^measured on this host/,/scenarios agree/p' "$run"
+			printf '```\n'
+		done
+		printf '\nLoad after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+	} >"$out"
+	record sim-validate "$out"
+	rm -f "$out" "$run"
 }
 
 for s in "${sections[@]}"; do
@@ -119,6 +169,7 @@ for s in "${sections[@]}"; do
 	exporter) bench_exporter ;;
 	cpuview-nginx) bench_cpuview_nginx ;;
 	sim) bench_sim ;;
+	sim-validate) bench_sim_validate ;;
 	*)
 		echo "bench: no section $s (sections: ${all[*]})" >&2
 		exit 2

@@ -38,7 +38,8 @@ so the test decides, not the version.
 
 --from-traces judges saved traces instead (a check's --out directory, or
 traces from cfsprobe run), without running anything: traces gathered on every
-node by a DaemonSet can be judged anywhere.
+node by a DaemonSet can be judged anywhere. Simulated traces (cfsprobe
+simulate) are refused: they are evidence about a model, not a kernel.
 
 Exit status: 0 not affected, 1 affected, 3 inconclusive, 2 error.`,
 		Example: `  sudo cfsprobe check

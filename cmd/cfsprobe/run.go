@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
@@ -21,13 +22,8 @@ import (
 )
 
 type runFlags struct {
-	cpus           float64
-	quota, period  time.Duration
-	burst          time.Duration
-	cpuset         string
-	json           bool
-	out            string
-	report         string
+	limitFlags
+	outputFlags
 	parent         string
 	roots          hostRoots
 	sampleInterval time.Duration
@@ -35,12 +31,54 @@ type runFlags struct {
 	viewRound      string
 }
 
+// limitFlags are a group's limits as run and simulate take them.
+type limitFlags struct {
+	cpus          float64
+	quota, period time.Duration
+	burst         time.Duration
+	cpuset        string
+}
+
+func (f *limitFlags) add(fl *pflag.FlagSet) {
+	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit in CPUs: quota = cpus x period (like docker --cpus)")
+	fl.DurationVar(&f.quota, "quota", 0, "CPU time per period (cpu.cfs_quota_us / cpu.max), e.g. 20ms")
+	fl.DurationVar(&f.period, "period", cgroup.DefaultPeriod, "enforcement period, 1ms to 1s")
+	fl.DurationVar(&f.burst, "burst", 0, "CPU time a period may borrow from earlier idle ones, at most the quota")
+	fl.StringVar(&f.cpuset, "cpuset", "", "CPUs the group may use, e.g. 0 or 0-1")
+}
+
+// outputFlags say where run and simulate put the trace.
+type outputFlags struct {
+	json   bool
+	out    string
+	report string
+}
+
+// add defines the flags; jsonUsage is --json's help.
+func (f *outputFlags) add(fl *pflag.FlagSet, jsonUsage string) {
+	fl.BoolVar(&f.json, "json", false, jsonUsage)
+	fl.StringVarP(&f.out, "out", "o", "", "save the trace to this file")
+	fl.StringVar(&f.report, "report", "", "write a report of the run: FILE.html (charts), .md, .json or .txt")
+}
+
+// check fails before anything runs when the trace or the report could
+// not be written.
+func (f *outputFlags) check() error {
+	if f.out != "" {
+		if err := checkWritable(f.out); err != nil {
+			return usageErr("cannot write the trace to %s: %v", f.out, err)
+		}
+	}
+	return checkReportPath(f.report)
+}
+
+// write saves and prints the trace (writeTrace).
+func (f *outputFlags) write(c *cobra.Command, tr *trace.Trace) error {
+	return writeTrace(c, tr, f.out, f.report, f.json)
+}
+
 func newRunCmd() *cobra.Command {
 	f := &runFlags{}
-	var workloads strings.Builder
-	for _, n := range workload.Names() {
-		fmt.Fprintf(&workloads, "  %-9s %s\n", n, workload.Summary(n))
-	}
 	c := &cobra.Command{
 		Use:   "run [LIMITS] WORKLOAD [WORKLOAD FLAGS] | run [LIMITS] -- COMMAND [ARGS...]",
 		Short: "run a workload in a fresh cgroup with CPU limits and record a trace",
@@ -55,7 +93,7 @@ the latency of every operation of a built-in workload, and a summary whose
 counters are the kernel's (nr_periods, nr_throttled, throttled time).
 
 Built-in workloads (cfsprobe run WORKLOAD --help for their flags):
-` + workloads.String() + `
+` + workloadTable(workload.Names(), workload.Summary) + `
 Any other program runs after --; its output still reaches the terminal.
 
 --view N|auto gives the workload the CPU view of cfsprobe exec (see its
@@ -73,14 +111,8 @@ trace's spec records it.`,
 	}
 	c.Flags().SetInterspersed(false)
 	fl := c.Flags()
-	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit in CPUs: quota = cpus x period (like docker --cpus)")
-	fl.DurationVar(&f.quota, "quota", 0, "CPU time per period (cpu.cfs_quota_us / cpu.max), e.g. 20ms")
-	fl.DurationVar(&f.period, "period", cgroup.DefaultPeriod, "enforcement period, 1ms to 1s")
-	fl.DurationVar(&f.burst, "burst", 0, "CPU time a period may borrow from earlier idle ones, at most the quota")
-	fl.StringVar(&f.cpuset, "cpuset", "", "CPUs the group may use, e.g. 0 or 0-1")
-	fl.BoolVar(&f.json, "json", false, "print the trace as JSON on stdout (workload output goes to stderr)")
-	fl.StringVarP(&f.out, "out", "o", "", "save the trace to this file")
-	fl.StringVar(&f.report, "report", "", "write a report of the run: FILE.html (charts), .md, .json or .txt")
+	f.limitFlags.add(fl)
+	f.outputFlags.add(fl, "print the trace as JSON on stdout (workload output goes to stderr)")
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "group under which the run's group is created")
 	f.roots.addFlags(fl)
 	fl.StringVar(&f.view, "view", "", "give the workload a view of N CPUs, or auto: the run's quota rounded by --view-round (as cfsprobe exec does; see its --help)")
@@ -90,7 +122,7 @@ trace's spec records it.`,
 	return c
 }
 
-func (f *runFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
+func (f *limitFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
 	l := cgroup.Limits{Period: f.period, Burst: f.burst, Cpuset: f.cpuset}
 	var cpus *float64
 	var err error
@@ -116,13 +148,18 @@ func (f *runFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
 	return l, nil
 }
 
+// given is --cpus when it was given (it made the quota), else nil: for
+// limitErr.
+func (f *limitFlags) given(c *cobra.Command) *float64 {
+	if c.Flags().Changed("cpus") {
+		return &f.cpus
+	}
+	return nil
+}
+
 // prepareErr says an error of lab.Prepare in run's words.
 func (f *runFlags) prepareErr(c *cobra.Command, err error) error {
-	var cpus *float64
-	if c.Flags().Changed("cpus") {
-		cpus = &f.cpus
-	}
-	return limitErr(sampleIntervalErr(err), cpus)
+	return limitErr(sampleIntervalErr(err), f.given(c))
 }
 
 func runRun(c *cobra.Command, f *runFlags, args []string) error {
@@ -140,27 +177,17 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 	if f.json {
 		cfg.Stdout = os.Stderr // stdout carries the trace
 	}
-	dash := c.ArgsLenAtDash()
-	switch {
-	case dash == 0 && len(args) > 0:
+	if c.ArgsLenAtDash() == 0 && len(args) > 0 {
 		cfg.Command = args
-	case len(args) == 0:
+	} else if len(args) == 0 {
 		return usageErr("no workload: name one of %s, or give -- COMMAND ARGS... (see: cfsprobe run --help)", strings.Join(workload.Names(), ", "))
-	default:
-		cfg.Workload, cfg.WorkloadArgs = args[0], args[1:]
-		if dash > 0 { // "periodic -- --burn 5ms": the dash is not a command here
-			cfg.WorkloadArgs = append(args[1:dash:dash], args[dash:]...)
-		}
 	}
 	if err := f.applyView(c, &cfg); err != nil {
 		return err
 	}
-	if cfg.Workload != "" {
-		for _, a := range cfg.WorkloadArgs {
-			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			if strings.HasPrefix(a, "--") && c.Flags().Lookup(name) != nil && !workload.HasFlag(cfg.Workload, name) {
-				return usageErr("%s is a flag of cfsprobe run, not of the %s workload: put it before the workload's name", a, cfg.Workload)
-			}
+	if cfg.Command == nil {
+		if cfg.Workload, cfg.WorkloadArgs, err = workloadArgs(c, args); err != nil {
+			return err
 		}
 	}
 	plan, err := lab.Prepare(cfg)
@@ -172,12 +199,7 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 		}
 		return f.prepareErr(c, err)
 	}
-	if f.out != "" { // fail before running, not after
-		if err := checkWritable(f.out); err != nil {
-			return usageErr("cannot write the trace to %s: %v", f.out, err)
-		}
-	}
-	if err := checkReportPath(f.report); err != nil {
+	if err := f.outputFlags.check(); err != nil { // fail before running, not after
 		return err
 	}
 	ctx, sig, stop := signalContext()
@@ -189,13 +211,40 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeTrace(c, tr, f.out, f.report, f.json); err != nil {
+	if err := f.outputFlags.write(c, tr); err != nil {
 		return err
 	}
 	if tr.Spec.Workload == "command" && tr.Process.ExitCode > 0 {
 		return &exitError{tr.Process.ExitCode, nil}
 	}
 	return nil
+}
+
+// workloadTable lists workloads for a --help: name and summary.
+func workloadTable(names []string, summary func(string) string) string {
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-9s %s\n", n, summary(n))
+	}
+	return b.String()
+}
+
+// workloadArgs reads the arguments of run or simulate that name a
+// built-in workload: its name and its flags. A flag of the command after
+// the workload's name (which the workload does not have) is an error.
+func workloadArgs(c *cobra.Command, args []string) (name string, flags []string, err error) {
+	name, flags = args[0], args[1:]
+	if dash := c.ArgsLenAtDash(); dash > 0 { // "periodic -- --burn 5ms": the dash is not a command here
+		flags = append(args[1:dash:dash], args[dash:]...)
+	}
+	for _, a := range flags {
+		flag, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		// --help after the workload is the workload's (its usage).
+		if strings.HasPrefix(a, "--") && flag != "help" && c.Flags().Lookup(flag) != nil && !workload.HasFlag(name, flag) {
+			return "", nil, usageErr("%s is a flag of %s, not of the %s workload: put it before the workload's name", a, c.CommandPath(), name)
+		}
+	}
+	return name, flags, nil
 }
 
 // checkWritable tells whether the trace could be written to path, without

@@ -14,8 +14,9 @@ import (
 )
 
 func newSuiteCmd() *cobra.Command {
-	var list, quick, asJSON bool
+	var list, quick, asJSON, simulate, compare bool
 	var show, file, outDir, parent, reportPath string
+	var sf simFlags
 	c := &cobra.Command{
 		Use:   "suite NAME... | suite -f FILE | suite --list | suite --show NAME",
 		Short: "reproduce the published experiments: run a matrix of scenarios and give verdicts",
@@ -29,12 +30,21 @@ and run with -f (the format is in docs/suites.md). Values scale with the host:
 durations of the write-ups. On a terminal a progress bar shows the ETA. Ctrl-C
 stops the run in progress (its cgroup is removed) and keeps what finished.
 
+--simulate runs every scenario on cfsprobe simulate's model instead of a real
+cgroup (no root needed; --kernel, --host-cpus, --seed as for simulate; {cpus}
+is then the simulated host's), judged by the same expectations. --compare
+measures every scenario and simulates it on this host's model, and prints the
+two side by side: throttled ratio, CPU used, p99 and p99.9, and whether they
+agree (within 5 points, 5 %, and 20 % or 2ms).
+
 Exit status: 0 when every expectation was met, 1 when one was not, 2 for an
 error in the input (nothing runs), 130/143 when interrupted.`,
 		Example: `  cfsprobe suite --list
   sudo cfsprobe suite bursty-limits --quick
   sudo cfsprobe suite threads-vs-quota --out results/
-  cfsprobe suite --show burst > my-burst.yaml && sudo cfsprobe suite -f my-burst.yaml`,
+  cfsprobe suite --show burst > my-burst.yaml && sudo cfsprobe suite -f my-burst.yaml
+  cfsprobe suite threads-vs-quota --simulate --kernel 4.18 --host-cpus 64
+  sudo cfsprobe suite bursty-limits --quick --compare`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			out := c.OutOrStdout()
@@ -79,6 +89,20 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 				}
 			}
 			env := suite.Env{CPUs: cgroup.OnlineCPUs(hostfs.Default()), Quick: quick}
+			if flag := sf.changed(c); flag != "" && !simulate && !compare {
+				return usageErr("--%s sets the model of --simulate: add --simulate", flag)
+			}
+			if simulate || compare {
+				if compare && (c.Flags().Changed("kernel") || c.Flags().Changed("host-cpus")) {
+					return usageErr("--compare simulates this host to compare with it: drop --kernel and --host-cpus")
+				}
+				era, cpus, err := sf.model(c)
+				if err != nil {
+					return err
+				}
+				env.CPUs = cpus
+				env.Sim = &suite.SimEnv{Era: era, Seed: sf.seed, EventCPU: sf.eventCPU, Measure: compare}
+			}
 			batch, err := suite.NewBatch(suites, env, lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr})
 			if err != nil {
 				return &exitError{2, err}
@@ -116,6 +140,9 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 	f.BoolVar(&asJSON, "json", false, "print the traces (with verdicts) as a JSON array instead of the table")
 	f.StringVar(&parent, "parent", cgroup.DefaultParent, "group under which the runs' groups are created")
 	f.StringVar(&reportPath, "report", "", "write a report of every run: FILE.html (charts and the comparison), .md, .json or .txt")
+	f.BoolVar(&simulate, "simulate", false, "simulate every scenario (cfsprobe simulate) instead of measuring it")
+	f.BoolVar(&compare, "compare", false, "measure and simulate every scenario, and print them side by side")
+	sf.add(f)
 	return c
 }
 

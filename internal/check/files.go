@@ -72,10 +72,18 @@ func LoadTraces(paths []string) ([]*trace.Trace, []string, error) {
 	return traces, sources, nil
 }
 
+// readTrace reads a trace that check can judge. A simulated trace
+// (cfsprobe simulate) is refused, not skipped: its throttling is the
+// model's of the era it was asked for, not evidence about any kernel, and
+// a verdict on a host must not rest on it, nor quietly on the rest of a
+// directory that held it.
 func readTrace(path string) (*trace.Trace, error) {
 	t, err := trace.ReadFile(path)
 	if err != nil {
 		return nil, &InputError{fmt.Errorf("%w: give traces saved by cfsprobe run --out or cfsprobe check --out", err)}
+	}
+	if sim := t.Spec.Simulated; sim != nil {
+		return nil, &InputError{fmt.Errorf("%s is a simulated trace (cfsprobe simulate, kernel era %s), not evidence about a kernel: give traces of real runs (cfsprobe check --out, cfsprobe run --out)", path, sim.Era)}
 	}
 	return t, nil
 }

@@ -20,6 +20,28 @@ func TestLoadTracesErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := t.TempDir()
+	// A simulated trace, alone and in a directory of real ones.
+	tr, err := trace.ReadFile("testdata/fixed-6.18/spread.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Spec.Simulated = &trace.Simulated{Era: "4.18", HostCPUs: 2}
+	simulated := filepath.Join(dir, "simulated.json")
+	mixed := t.TempDir()
+	for _, p := range []string{simulated, filepath.Join(mixed, "spread-simulated.json")} {
+		if err := tr.WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"seed-1000ms.json", "seed-250ms.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata/fixed-6.18", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mixed, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
 		name  string
 		paths []string
@@ -30,6 +52,8 @@ func TestLoadTracesErrors(t *testing.T) {
 		{"empty directory", []string{empty}, "holds no trace"},
 		{"nothing", nil, "no trace given"},
 		{"two hosts", []string{"testdata/seed000/seed-1000ms.json", "testdata/stranded/spread.json"}, "check one host at a time"},
+		{"simulated", []string{simulated}, "simulated.json is a simulated trace (cfsprobe simulate, kernel era 4.18)"},
+		{"simulated among real ones", []string{mixed}, "spread-simulated.json is a simulated trace"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := AnalyzeFiles(c.paths)

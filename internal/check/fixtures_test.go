@@ -20,7 +20,6 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/golden"
-	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
@@ -367,7 +366,7 @@ func finish(tr *trace.Trace, c *counters, ops []trace.Sample, end int64) *trace.
 	samples := c.samples(last+tr.SampleIntervalNs, tr.SampleIntervalNs, 3300*usNs)
 	tr.Process.RusageNs = samples[len(samples)-1].UsageNs
 	tr.Process.SelfCPUNs = tr.Process.RusageNs
-	lab.Finish(tr, samples, end, true)
+	trace.Finish(tr, samples, end, true)
 	return tr
 }
 

@@ -288,51 +288,8 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 			return nil, err
 		}
 	}
-	Finish(tr, smp.samples, wallNs, true)
+	trace.Finish(tr, smp.samples, wallNs, true)
 	return tr, nil
-}
-
-// Finish computes the timeline, the summary and the checks of a trace
-// from its counter samples. fresh says the group ran nothing before the
-// first sample (the lab made it).
-func Finish(tr *trace.Trace, samples []trace.CounterSample, wallNs int64, fresh bool) {
-	first, last := samples[0], samples[len(samples)-1]
-	lim := tr.Limits.Cgroup()
-	tr.Periods = trace.BuildTimeline(samples, trace.TrackerConfig{
-		Period: lim.Period, Quota: lim.Quota, CPUs: tr.Host.CPUs, FromStart: fresh,
-	})
-	s := &tr.Summary
-	s.WallNs = wallNs
-	s.UsageNs = last.UsageNs - first.UsageNs
-	s.NrPeriods = last.NrPeriods - first.NrPeriods
-	s.NrThrottled = last.NrThrottled - first.NrThrottled
-	s.ThrottledNs = last.ThrottledNs - first.ThrottledNs
-	s.NrBursts = last.NrBursts - first.NrBursts
-	s.BurstNs = last.BurstNs - first.BurstNs
-	if s.NrPeriods > 0 {
-		s.ThrottledRatio = float64(s.NrThrottled) / float64(s.NrPeriods)
-	}
-	if wallNs > 0 {
-		s.CPURatio = float64(s.UsageNs) / float64(wallNs)
-	}
-	s.TimelineThrottled = trace.CountThrottled(tr.Periods)
-	if tr.Latency != nil {
-		s.Ops = tr.Latency.Count
-		s.LatencyNs, _ = tr.Latency.Percentiles()
-	}
-	tr.Checks = append(tr.Checks, trace.Check{
-		Name:   "timeline_matches_nr_throttled",
-		OK:     s.TimelineThrottled == s.NrThrottled,
-		Detail: fmt.Sprintf("timeline has %d throttled periods, the kernel counted %d", s.TimelineThrottled, s.NrThrottled),
-	})
-	if tr.Process.RusageNs > 0 && tr.Spec.Workload != "command" {
-		d := float64(s.UsageNs-tr.Process.RusageNs) / float64(tr.Process.RusageNs)
-		tr.Checks = append(tr.Checks, trace.Check{
-			Name:   "usage_matches_rusage",
-			OK:     d < 0.02 && d > -0.02,
-			Detail: fmt.Sprintf("group usage %.1fms, process getrusage %.1fms (%+.2f%%)", float64(s.UsageNs)/1e6, float64(tr.Process.RusageNs)/1e6, 100*d),
-		})
-	}
 }
 
 // onPinCPUs runs fn on a thread whose CPU affinity is set, the CPUs a

@@ -101,7 +101,7 @@ func (r *Recording) Run(ctx context.Context) (*trace.Trace, error) {
 		Started:          started.UTC(),
 		SampleIntervalNs: int64(interval),
 	}
-	Finish(tr, smp.samples, wallNs, false)
+	trace.Finish(tr, smp.samples, wallNs, false)
 	if after, err := g.Limits(); err == nil && after != lim {
 		tr.Checks = append(tr.Checks, trace.Check{
 			Name: "limits_unchanged", OK: false,

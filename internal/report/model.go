@@ -51,7 +51,7 @@ func rows(runs []Named) []row {
 	reps := map[string]int{}
 	for _, r := range runs {
 		if sc := r.Trace.Scenario; sc != nil {
-			reps[sc.Suite+"\x00"+sc.Name]++
+			reps[repKey(r.Trace)]++
 		}
 	}
 	out := make([]row, len(runs))
@@ -62,6 +62,13 @@ func rows(runs []Named) []row {
 	return out
 }
 
+// repKey tells the scenarios of runs apart: a simulated run of a
+// scenario is not a repetition of its measured one.
+func repKey(t *trace.Trace) string {
+	sc := t.Scenario
+	return fmt.Sprintf("%s\x00%s\x00%t", sc.Suite, sc.Name, t.Spec.Simulated != nil)
+}
+
 func newRow(r Named, reps map[string]int) row {
 	t, s := r.Trace, r.Trace.Summary
 	w := row{
@@ -70,7 +77,7 @@ func newRow(r Named, reps map[string]int) row {
 		Limit:         "none",
 		Limits:        LimitsLine(t.Limits),
 		Limited:       !t.Limits.Unlimited(),
-		Host:          hostLine(t.Host),
+		Host:          hostLine(t),
 		CPUUsed:       fmt.Sprintf("%.2f CPUs", s.CPURatio),
 		Wall:          dur(s.WallNs),
 		Usage:         dur(s.UsageNs),
@@ -87,7 +94,7 @@ func newRow(r Named, reps map[string]int) row {
 	}
 	if sc := t.Scenario; sc != nil {
 		w.Name = sc.Name
-		if reps[sc.Suite+"\x00"+sc.Name] > 1 {
+		if reps[repKey(t)] > 1 {
 			w.Name = fmt.Sprintf("%s #%d", sc.Name, sc.Repetition)
 		}
 		w.Desc = sc.Description
@@ -95,6 +102,9 @@ func newRow(r Named, reps map[string]int) row {
 		for _, e := range sc.Expectations {
 			w.Expectations = append(w.Expectations, expectation{OK: e.OK, Text: e.Text, Value: expectValue(e)})
 		}
+	}
+	if t.Spec.Simulated != nil {
+		w.Name += " (simulated)"
 	}
 	if w.Limited {
 		w.Limit = fmt.Sprintf("%.3g CPUs", cpus(t.Limits))
@@ -181,13 +191,28 @@ func dur(ns int64) string {
 	return s
 }
 
-// hostLine describes the machine in one line.
-func hostLine(h trace.Host) string {
-	s := fmt.Sprintf("%s: Linux %s %s, %d CPUs, cgroup %s (cpu controller v%d)", h.Hostname, h.Kernel, h.Arch, h.CPUs, h.CgroupMode, h.CPUController)
+// hostLine describes the machine in one line; for a simulated run, the
+// simulated one.
+func hostLine(t *trace.Trace) string {
+	h := t.Host
+	s, ok := SimulatedHost(t)
+	if !ok {
+		s = fmt.Sprintf("%s: Linux %s %s, %d CPUs, cgroup %s (cpu controller v%d)", h.Hostname, h.Kernel, h.Arch, h.CPUs, h.CgroupMode, h.CPUController)
+	}
 	if h.SliceUs > 0 {
 		s += ", bandwidth slice " + dur(h.SliceUs*1000)
 	}
 	return s
+}
+
+// SimulatedHost says, of a simulated run (cfsprobe simulate), that it
+// was: "simulated, kernel era 4.18, 64 CPUs", where a measured run's host
+// is named. ok is false for a measured run.
+func SimulatedHost(t *trace.Trace) (line string, ok bool) {
+	if t.Spec.Simulated == nil {
+		return "", false
+	}
+	return fmt.Sprintf("simulated, kernel era %s, %d CPUs", t.Spec.Simulated.Era, t.Host.CPUs), true
 }
 
 // common is what all runs share and is said once, at the top: the host
@@ -206,8 +231,8 @@ func commonOf(runs []Named) common {
 	var first, last time.Time
 	for _, r := range runs {
 		t := r.Trace
-		hosts[hostLine(t.Host)] = true
-		c.Host = hostLine(t.Host)
+		hosts[hostLine(t)] = true
+		c.Host = hostLine(t)
 		if t.Scenario != nil {
 			suites[t.Scenario.Suite] = true
 			c.Suite = t.Scenario.Suite

@@ -18,8 +18,12 @@ func Summary(w io.Writer, t *trace.Trace) {
 	s := t.Summary
 	fmt.Fprintf(w, "run        %s %s\n", t.Spec.Workload, strings.Join(t.Spec.Args, " "))
 	fmt.Fprintf(w, "limits     %s\n", LimitsLine(t.Limits))
-	fmt.Fprintf(w, "host       Linux %s, cgroup %s (cpu controller v%d), %d CPUs, slice %s\n",
-		t.Host.Kernel, t.Host.CgroupMode, t.Host.CPUController, t.Host.CPUs, Dur(t.Host.SliceUs*1000))
+	if sim, ok := SimulatedHost(t); ok {
+		fmt.Fprintf(w, "host       %s, slice %s\n", sim, Dur(t.Host.SliceUs*1000))
+	} else {
+		fmt.Fprintf(w, "host       Linux %s, cgroup %s (cpu controller v%d), %d CPUs, slice %s\n",
+			t.Host.Kernel, t.Host.CgroupMode, t.Host.CPUController, t.Host.CPUs, Dur(t.Host.SliceUs*1000))
+	}
 	quotaShare := ""
 	if !t.Limits.Unlimited() && s.WallNs > 0 && cpus(t.Limits) > 0 {
 		quotaShare = fmt.Sprintf(", %.0f%% of the quota", 100*s.CPURatio/cpus(t.Limits))

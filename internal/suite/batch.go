@@ -65,12 +65,12 @@ type BatchOptions struct {
 	// OutDir is where the traces are saved (none when empty): OutDir
 	// itself for one suite, OutDir/<suite> for each of several.
 	OutDir string
-	JSON   bool // print each suite's traces as a JSON array instead of its table
+	JSON   bool // print each suite's traces as a JSON array instead of its table (the measured, then the simulated)
 }
 
 // BatchResult is what a batch ran.
 type BatchResult struct {
-	Traces      []*trace.Trace // the runs that finished, in order
+	Traces      []*trace.Trace // the runs that finished, in order (a simulated one after its measured one)
 	Interrupted bool           // stopped by ctx in a suite; the suites after it did not run
 	Failed      bool           // a suite that ran to its end has an expectation not met
 }
@@ -82,12 +82,19 @@ type BatchResult struct {
 // run; the result holds what finished until then.
 func (b *Batch) Run(ctx context.Context, opt BatchOptions) (*BatchResult, error) {
 	out := &BatchResult{}
-	quick := ""
+	how := ""
 	if b.env.Quick {
-		quick = ", quick"
+		how = ", quick"
+	}
+	if e := b.env.Sim; e != nil {
+		what := "simulated"
+		if e.Measure {
+			what = "measured and simulated"
+		}
+		how += fmt.Sprintf(", %s on kernel era %s with %d CPUs", what, e.Era, b.env.CPUs)
 	}
 	for i, s := range b.Suites {
-		fmt.Fprintf(opt.Out, "suite %s (%d runs%s): %s\n", s.Suite, len(b.steps[i]), quick, s.Source)
+		fmt.Fprintf(opt.Out, "suite %s (%d runs%s): %s\n", s.Suite, len(b.steps[i]), how, s.Source)
 		dir := opt.OutDir
 		if dir != "" && len(b.Suites) > 1 {
 			dir = opt.OutDir + "/" + s.Suite
@@ -103,7 +110,12 @@ func (b *Batch) Run(ctx context.Context, opt BatchOptions) (*BatchResult, error)
 			}
 		}
 		if res != nil {
-			out.Traces = append(out.Traces, res.Traces...)
+			for j, t := range res.Traces { // a simulated run beside its measured one
+				out.Traces = append(out.Traces, t)
+				if j < len(res.Simulated) {
+					out.Traces = append(out.Traces, res.Simulated[j])
+				}
+			}
 		}
 		if err != nil {
 			return out, err
@@ -124,7 +136,7 @@ func (r *Result) write(w io.Writer, asJSON bool, dir string) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(r.Traces); err != nil {
+		if err := enc.Encode(append(r.Traces[:len(r.Traces):len(r.Traces)], r.Simulated...)); err != nil {
 			return err
 		}
 	} else {

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -164,5 +166,54 @@ func TestBatchRun(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "interrupted: only the runs above finished. verdict: none") || strings.Contains(out.String(), "suite one") {
 		t.Errorf("interrupted output:\n%s", out.String())
+	}
+}
+
+// A simulated batch needs no cgroup: every scenario runs on the model,
+// judged by the same expectations, its traces marked simulated; the
+// heading says so, and {cpus} is the simulated host's.
+func TestBatchSimulate(t *testing.T) {
+	s, err := Load("threads-vs-quota")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{CPUs: 8, Quick: true, Sim: &SimEnv{Era: "5.14", Seed: 3, EventCPU: 250 * time.Microsecond}}
+	b, err := NewBatch([]*Suite{s}, env, lab.Config{Parent: "cfsprobe-never-made", FS: hostfs.New("/no/such/root")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	dir := t.TempDir()
+	res, err := b.Run(context.Background(), BatchOptions{Out: &out, OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", out.String())
+	if !strings.HasPrefix(out.String(), "suite threads-vs-quota (3 runs, quick, simulated on kernel era 5.14 with 8 CPUs): ") {
+		t.Errorf("heading: %s", strings.SplitN(out.String(), "\n", 2)[0])
+	}
+	if len(res.Traces) != 3 {
+		t.Fatalf("%d traces", len(res.Traces))
+	}
+	for i, tr := range res.Traces {
+		sim := tr.Spec.Simulated
+		if sim == nil || sim.Era != "5.14" || sim.HostCPUs != 8 || sim.Seed != 3 || tr.Scenario == nil || len(tr.Scenario.Expectations) < 2 || tr.Scenario.Verdict == "none" {
+			t.Errorf("trace %d: simulated %+v scenario %+v", i, sim, tr.Scenario)
+		}
+		if _, err := os.Stat(filepath.Join(dir, tr.Scenario.Name+".json")); err != nil {
+			t.Error(err)
+		}
+	}
+	if tr := res.Traces[1]; tr.Scenario.Verdict != "pass" || tr.Summary.ThrottledRatio < 0.9 {
+		t.Errorf("threads-2x simulated: %s, throttled %.2f", tr.Scenario.Verdict, tr.Summary.ThrottledRatio)
+	}
+	// {cpus} is the simulated host's: a quota of 4 CPUs, 4, 8 and 16 threads.
+	if q := res.Traces[0].Limits.CPUs; q == nil || *q != 4 || res.Traces[2].Spec.Params.Parallel.Threads != 16 {
+		t.Errorf("scaled to the simulated host: quota %v CPUs, %d threads", q, res.Traces[2].Spec.Params.Parallel.Threads)
+	}
+
+	cmd := sleeper(t, "cmd", "nr_periods: {max: 1000}")
+	if _, err := NewBatch([]*Suite{cmd}, env, lab.Config{}); err == nil || !strings.Contains(err.Error(), "a command cannot be simulated") {
+		t.Errorf("a command scenario simulated: %v", err)
 	}
 }

@@ -15,22 +15,46 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
-// Env is what scenario values are scaled with.
+// Env is what scenario values are scaled with, and how the scenarios run.
 type Env struct {
-	CPUs  int  // online CPUs of the host: {cpus}
+	CPUs  int  // online CPUs of the host (the simulated host's with Sim): {cpus}
 	Quick bool // use the vars' quick values
+	// Sim, when set, simulates every scenario (internal/sim) instead of
+	// measuring it, or beside measuring it (Sim.Measure).
+	Sim *SimEnv
 }
 
-// Step is one run of the matrix, validated and ready.
+// SimEnv says how a suite's scenarios are simulated: on a host of
+// Env.CPUs CPUs, with the kernel model of Era.
+type SimEnv struct {
+	Era sim.Era
+	// Seed is the model's for a scenario's first repetition; the n-th
+	// runs with Seed+n-1.
+	Seed uint64
+	// EventCPU is the parallel workload's event's CPU time (0: measured
+	// on this host).
+	EventCPU time.Duration
+	// Measure runs every scenario on real cgroups too: each step then has
+	// a measured and a simulated run, side by side (Result.Simulated).
+	Measure bool
+}
+
+// measures says whether the scenarios run on real cgroups.
+func (e Env) measures() bool { return e.Sim == nil || e.Sim.Measure }
+
+// Step is one run of the matrix, validated and ready: measured (Plan),
+// simulated (Sim), or both.
 type Step struct {
 	Scenario   *Scenario
 	Index      int // position of the scenario in the file
 	Repetition int // from 1
 	Plan       *lab.Plan
+	Sim        *sim.Plan
 	Config     lab.Config
 	// Estimate is how long the run should take (for the ETA).
 	Estimate time.Duration
@@ -141,24 +165,67 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 		} else {
 			cfg.Workload, cfg.WorkloadArgs = sc.Workload, args
 		}
-		plan, err := lab.Prepare(cfg)
-		if err != nil {
+		// prepareErr places an error of the lab or the simulator.
+		prepareErr := func(err error) error {
 			var le *cgroup.LimitError
 			var ae *workload.ArgError
 			switch {
 			case errors.As(err, &le):
-				return nil, s.limitErr(at, sc, written, le)
+				return s.limitErr(at, sc, written, le)
 			case errors.As(err, &ae):
-				return nil, s.errAt(at+".args", "%v", err)
+				return s.errAt(at+".args", "%v", err)
 			}
-			return nil, s.errAt(at+".workload", "%v", err)
+			return s.errAt(at+".workload", "%v", err)
+		}
+		var plan *lab.Plan
+		if env.measures() {
+			if plan, err = lab.Prepare(cfg); err != nil {
+				return nil, prepareErr(err)
+			}
+		}
+		est := estimate(sc.Workload, args)
+		if !env.measures() {
+			est = 0
 		}
 		rep := max(sc.Repeat, 1)
 		for r := 1; r <= rep; r++ {
-			steps = append(steps, &Step{Scenario: sc, Index: i, Repetition: r, Plan: plan, Config: cfg, Estimate: estimate(sc.Workload, args)})
+			st := &Step{Scenario: sc, Index: i, Repetition: r, Plan: plan, Config: cfg, Estimate: est}
+			if env.Sim != nil {
+				if sc.Workload == "command" {
+					return nil, s.errAt(at+".workload", "a command cannot be simulated: simulate a built-in workload (%s), or leave --simulate out", strings.Join(sim.Workloads(), ", "))
+				}
+				st.Sim, err = sim.Prepare(sim.Setup{
+					Workload: sc.Workload, Args: args, Limits: lim, Era: env.Sim.Era, CPUs: env.CPUs,
+					Seed: env.Sim.Seed + uint64(r-1), EventCPU: env.Sim.EventCPU, Version: lab.Version,
+				})
+				if err != nil {
+					return nil, prepareErr(err)
+				}
+			}
+			steps = append(steps, st)
 		}
 	}
 	return steps, nil
+}
+
+// run runs the step: on real cgroups, on the simulator, or both. The
+// first trace is the measured one (nil when not measured), the second
+// the simulated one (nil when not simulated).
+func (st *Step) run(ctx context.Context) (measured, simulated *trace.Trace, err error) {
+	if st.Plan != nil {
+		if measured, err = st.Plan.Run(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if st.Sim != nil {
+		if ctx.Err() != nil {
+			return nil, nil, lab.ErrInterrupted
+		}
+		if simulated, err = st.Sim.Run(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return measured, simulated, nil
 }
 
 // limits turns the scenario's limits into cgroup limits, with the values
@@ -293,16 +360,21 @@ type Options struct {
 // Result is a suite run: the traces in matrix order, each with its
 // scenario and verdict.
 type Result struct {
-	Suite       *Suite
-	Traces      []*trace.Trace
+	Suite *Suite
+	// Traces are the runs: measured, or simulated when the suite was only
+	// simulated.
+	Traces []*trace.Trace
+	// Simulated, when the suite was measured and simulated, holds the
+	// simulated run of each of Traces, in the same order.
+	Simulated   []*trace.Trace
 	Interrupted bool // stopped by a signal: Traces holds what finished
 }
 
-// Verdict is "pass" when every scenario passed, "fail" when one failed,
-// "none" without expectations.
+// Verdict is "pass" when every scenario passed (measured and simulated),
+// "fail" when one failed, "none" without expectations.
 func (r *Result) Verdict() string {
 	v := "none"
-	for _, t := range r.Traces {
+	for _, t := range append(r.Traces[:len(r.Traces):len(r.Traces)], r.Simulated...) {
 		switch t.Scenario.Verdict {
 		case "fail":
 			return "fail"
@@ -335,7 +407,7 @@ func (s *Suite) Run(ctx context.Context, steps []*Step, opt Options) (*Result, e
 			opt.Progress.Start(i, len(steps), st, rest)
 		}
 		t0 := time.Now()
-		tr, err := st.Plan.Run(ctx)
+		measured, simulated, err := st.run(ctx)
 		if errors.Is(err, lab.ErrInterrupted) {
 			res.Interrupted = true
 			break
@@ -345,17 +417,34 @@ func (s *Suite) Run(ctx context.Context, steps []*Step, opt Options) (*Result, e
 		}
 		spent += time.Since(t0)
 		estimated += st.Estimate
-		tr.Scenario = &trace.Scenario{Suite: s.Suite, Name: st.Name(), Description: st.Scenario.Description, Repetition: st.Repetition}
-		s.judge(st.Scenario, tr)
+		for _, tr := range []*trace.Trace{measured, simulated} {
+			if tr != nil {
+				tr.Scenario = &trace.Scenario{Suite: s.Suite, Name: st.Name(), Description: st.Scenario.Description, Repetition: st.Repetition}
+				s.judge(st.Scenario, tr)
+			}
+		}
+		tr := measured
+		switch {
+		case measured == nil:
+			tr = simulated
+		case simulated != nil:
+			res.Simulated = append(res.Simulated, simulated)
+		}
 		res.Traces = append(res.Traces, tr)
 		if opt.Progress != nil {
 			opt.Progress.Done(i, len(steps), st, tr)
 		}
 	}
 	s.judgeRelative(res.Traces)
+	s.judgeRelative(res.Simulated)
 	if opt.OutDir != "" {
 		for _, tr := range res.Traces {
 			if err := tr.WriteFile(filepath.Join(opt.OutDir, tr.Scenario.Name+".json")); err != nil {
+				return res, err
+			}
+		}
+		for _, tr := range res.Simulated {
+			if err := tr.WriteFile(filepath.Join(opt.OutDir, tr.Scenario.Name+".simulated.json")); err != nil {
 				return res, err
 			}
 		}

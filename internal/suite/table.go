@@ -12,12 +12,36 @@ import (
 
 // WriteTable prints the comparison table the write-ups show: one row per
 // run with its limit, the CPU it got, how often and how long it was
-// throttled, its latency, and the verdict; then every failed expectation,
-// and the suite's conclusion.
+// throttled, its latency, and the verdict; then every failed expectation.
+// A suite measured and simulated has the table of its simulated runs
+// next, and the two side by side (WriteComparison). Last comes the
+// suite's conclusion.
 func (r *Result) WriteTable(w io.Writer) error {
+	if err := writeRuns(w, r.Traces); err != nil {
+		return err
+	}
+	if len(r.Simulated) > 0 {
+		fmt.Fprintf(w, "\nsimulated:\n")
+		if err := writeRuns(w, r.Simulated); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		if err := r.WriteComparison(w); err != nil {
+			return err
+		}
+	}
+	if p := r.Profile(); p != "" {
+		fmt.Fprintf(w, "\n%s", p)
+	}
+	fmt.Fprintf(w, "\n%s\n", r.Conclusion())
+	return nil
+}
+
+// writeRuns prints the table of runs and their failed expectations.
+func writeRuns(w io.Writer, traces []*trace.Trace) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tlimit\tCPU used\tthrottled\tthrottled time\tof wall\tp50\tp99\tp99.9\tmax\tverdict")
-	for _, t := range r.Traces {
+	for _, t := range traces {
 		s := t.Summary
 		limit := "unlimited"
 		if !t.Limits.Unlimited() {
@@ -42,20 +66,20 @@ func (r *Result) WriteTable(w io.Writer) error {
 		return err
 	}
 	var failed []string
-	for _, t := range r.Traces {
+	for _, t := range traces {
+		got := "measured"
+		if t.Spec.Simulated != nil {
+			got = "simulated"
+		}
 		for _, e := range t.Scenario.Expectations {
 			if !e.OK {
-				failed = append(failed, fmt.Sprintf("  %s: expected %s, measured %s", t.Scenario.Name, e.Text, measured(e)))
+				failed = append(failed, fmt.Sprintf("  %s: expected %s, %s %s", t.Scenario.Name, e.Text, got, measured(e)))
 			}
 		}
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(w, "\nexpectations not met:\n%s\n", strings.Join(failed, "\n"))
 	}
-	if p := r.Profile(); p != "" {
-		fmt.Fprintf(w, "\n%s", p)
-	}
-	fmt.Fprintf(w, "\n%s\n", r.Conclusion())
 	return nil
 }
 

@@ -36,4 +36,11 @@ type Simulated struct {
 	Threads int `json:"threads"`
 	// Parent is the parent group's limits when it had a quota of its own.
 	Parent *Limits `json:"parent,omitempty"`
+	// Replay, for the replay workload, says which trace's demand was
+	// simulated and how it was reconstructed.
+	Replay *Replay `json:"replay,omitempty"`
+	// EventCPUNs is the CPU time of one event of the parallel workload
+	// the simulation used: given (cfsprobe simulate --event-cpu) or
+	// measured on the host that simulated (absent for other workloads).
+	EventCPUNs int64 `json:"event_cpu_ns,omitempty"`
 }

@@ -122,7 +122,7 @@ func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 				defer runtime.UnlockOSThread()
 			}
 			tr := rec.Thread(th)
-			rng := rand.New(rand.NewPCG(b.Seed, uint64(th)))
+			jitter := Jitter(b.BurstyParams, trace.EngineGo, th)
 			seed := uint64(th + 7)
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
@@ -132,10 +132,7 @@ func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 				// stopped) before the wall clock, so a stall counts.
 				cpu := ThreadCPU() - c0
 				tr.Record(t0, time.Since(t0), cpu)
-				off := b.Off
-				if b.Jitter > 0 {
-					off += time.Duration(rng.Int64N(int64(2*b.Jitter)+1)) - b.Jitter
-				}
+				off := b.Off + jitter()
 				if rest := time.Until(deadline); rest < off {
 					off = max(rest, 0)
 				}
@@ -148,4 +145,31 @@ func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// Jitter returns the idle-time jitter of thread th (from 0) of a bursty
+// workload, draw after draw, as the engine (trace.EngineC or
+// trace.EngineGo) that runs it draws it from p.Seed: each call gives the
+// amount added to p.Off, uniform in [-p.Jitter, +p.Jitter] (always 0
+// without jitter). The Go workload draws through it; the C engine's
+// burst_work draws the same sequence in C (splitmix64 seeded with
+// seed*1000003 + thread), and the simulator replays it.
+func Jitter(p trace.BurstyParams, engine string, th int) func() time.Duration {
+	if p.Jitter <= 0 {
+		return func() time.Duration { return 0 }
+	}
+	span := uint64(2*p.Jitter) + 1
+	if engine == trace.EngineC {
+		s := p.Seed*1000003 + uint64(th)
+		return func() time.Duration {
+			s += 0x9e3779b97f4a7c15
+			z := s
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+			z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+			z ^= z >> 31
+			return time.Duration(z%span) - p.Jitter
+		}
+	}
+	rng := rand.New(rand.NewPCG(p.Seed, uint64(th)))
+	return func() time.Duration { return time.Duration(rng.Int64N(int64(span))) - p.Jitter }
 }

@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/cfsprobe/cfsprobe/internal/cache"
@@ -98,7 +101,7 @@ func (p *parallel) NativeArgs() []string {
 
 // NativeArgs runs the bursty workload in the C engine. Its jitter draws
 // from another generator than the Go workload's: the same distribution,
-// not the same sequence.
+// not the same sequence (Jitter gives either).
 func (b *bursty) NativeArgs() []string {
 	pin := "0"
 	if b.Pin {
@@ -120,6 +123,40 @@ func (p *periodic) NativeArgs() []string {
 	return []string{"periodic", strconv.Itoa(p.Threads), strconv.Itoa(p.Iterations),
 		strconv.FormatInt(int64(p.Burn), 10), strconv.FormatInt(int64(p.BurnCPU), 10),
 		strconv.FormatInt(int64(p.Sleep), 10), quiet}
+}
+
+// runNative runs w in the C engine, outside any group, its output to
+// stdout (nil: discarded), and decodes its result.
+func runNative(w Workload, stdout io.Writer) (*Result, error) {
+	path, err := EnginePath()
+	if err != nil {
+		return nil, err
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd := exec.Command(path, w.(Native).NativeArgs()...)
+	cmd.ExtraFiles = []*os.File{wr}
+	cmd.Env = append(os.Environ(), ResultFDEnv+"=3")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cmd.Stdout = stdout
+	if err := cmd.Start(); err != nil {
+		wr.Close()
+		return nil, fmt.Errorf("start the C engine: %w", err)
+	}
+	wr.Close()
+	var out bytes.Buffer
+	_, rerr := out.ReadFrom(r)
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("the C engine: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	if rerr != nil {
+		return nil, fmt.Errorf("read the C engine's result: %w", rerr)
+	}
+	return DecodeResult(out.Bytes(), w)
 }
 
 var engineMagic = []byte("CFSPENG2")
@@ -144,7 +181,7 @@ func DecodeResult(b []byte, w Workload) (*Result, error) {
 	if threads < 1 || threads > 4096 {
 		return nil, fmt.Errorf("engine result: %d threads", threads)
 	}
-	rec := &Recorder{op: w.Op(), throughput: w.Name() == "parallel", startMono: start}
+	rec := &Recorder{op: w.Op(), throughput: countsThroughput(w), startMono: start}
 	for th := 0; th < int(threads); th++ {
 		var n int64
 		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {

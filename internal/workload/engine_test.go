@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -208,31 +207,71 @@ func runEngine(t *testing.T, path string, w Workload) *Result {
 
 func runEngineOut(t *testing.T, path string, w Workload, stdout io.Writer) *Result {
 	t.Helper()
-	r, wr, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
+	if p, err := EnginePath(); err != nil || p != path {
+		t.Fatalf("engine at %s, want %s (%v)", p, path, err)
 	}
-	defer r.Close()
-	cmd := exec.Command(path, w.(Native).NativeArgs()...)
-	cmd.ExtraFiles = []*os.File{wr}
-	cmd.Env = append(os.Environ(), ResultFDEnv+"=3")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	cmd.Stdout = stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	wr.Close()
-	var out bytes.Buffer
-	if _, err := out.ReadFrom(r); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("engine: %v: %s", err, stderr.String())
-	}
-	res, err := DecodeResult(out.Bytes(), w)
+	res, err := runNative(w, stdout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// The C engine draws a bursty workload's jitter as Jitter says it does:
+// the idle time between two bursts is --off plus the next draw.
+func TestEngineJitter(t *testing.T) {
+	if !EngineEmbedded() {
+		if testenv.Required() {
+			t.Fatal("this build has no C engine: build it with make engine (make test does)")
+		}
+		t.Skip("no C engine embedded (make engine)")
+	}
+	p := trace.BurstyParams{On: time.Millisecond, Off: 20 * time.Millisecond, Jitter: 19 * time.Millisecond, Duration: 500 * time.Millisecond, Threads: 1, Seed: 42}
+	res, err := runNative(&bursty{p}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Latency.Samples
+	if len(s) < 10 {
+		t.Fatalf("%d bursts in 500ms of 1ms on, 1 to 39ms off", len(s))
+	}
+	match := func(engine string) (n int) {
+		draw := Jitter(p, engine, 0)
+		for i := 0; i+1 < len(s); i++ {
+			slept := s[i+1].StartNs - (s[i].StartNs + s[i].WallNs)
+			want := int64(p.Off + draw())
+			// A sleep never ends early; a busy machine may end it late.
+			if slept >= want-int64(100*time.Microsecond) && slept <= want+int64(2*time.Millisecond) {
+				n++
+			}
+		}
+		return n
+	}
+	c, g := match(trace.EngineC), match(trace.EngineGo)
+	t.Logf("%d bursts: %d idle times match the C draws, %d the Go ones", len(s), c, g)
+	if c < (len(s)-1)*3/4 {
+		t.Errorf("%d of %d idle times are --off plus the C engine's draws", c, len(s)-1)
+	}
+	if g > (len(s)-1)/2 {
+		t.Errorf("%d of %d idle times match the Go workload's draws too: the test cannot tell them apart", g, len(s)-1)
+	}
+}
+
+// EventCPU times the event the runs use: under a millisecond for
+// sysbench's default size, and growing with it.
+func TestEventCPU(t *testing.T) {
+	small, err := EventCPU(2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := EventCPU(20000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small <= 0 || big < 3*small || big > 5*time.Millisecond {
+		t.Errorf("event of --max-prime 2000: %v, of 20000: %v", small, big)
+	}
+	if _, err := EventCPU(2); err == nil {
+		t.Error("EventCPU(2) measures an event --max-prime refuses")
+	}
 }

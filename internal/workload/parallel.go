@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -154,6 +155,41 @@ func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
 	wg.Wait()
 	sink += uint64(total.Load())
 	return nil
+}
+
+// EventCPU measures the CPU time one event of the parallel workload with
+// the given --max-prime takes on this machine, in the engine this binary
+// runs the workload in (Engine): the C engine run alone for a moment, one
+// thread outside any group, its CPU time divided by its events; or, in a
+// binary without it, the Go event timed in this process on the thread's
+// CPU clock. The simulator calibrates its parallel workload with it: the
+// Go event is some 15 % slower than the C one the runs use.
+func EventCPU(maxPrime int) (time.Duration, error) {
+	const span = 300 * time.Millisecond
+	w := &parallel{trace.ParallelParams{Threads: 1, Duration: span, MaxPrime: maxPrime}}
+	if err := w.validate(); err != nil {
+		return 0, err
+	}
+	if Engine(w) == trace.EngineC {
+		res, err := runNative(w, nil)
+		if err != nil {
+			return 0, err
+		}
+		if res.Latency == nil || res.Latency.Count == 0 || res.SelfCPUNs <= 0 {
+			return 0, errors.New("the C engine timed no event")
+		}
+		return time.Duration(res.SelfCPUNs / res.Latency.Count), nil
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0 := ThreadCPU()
+	n, primes := 0, 0
+	for ThreadCPU()-c0 < span {
+		primes += primeEvent(maxPrime)
+		n++
+	}
+	sink += uint64(primes)
+	return (ThreadCPU() - c0) / time.Duration(n), nil
 }
 
 // pinProcess restricts every thread of the process to PinSet(n).

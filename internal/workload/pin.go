@@ -25,20 +25,35 @@ func (b *bursty) PinCPUs() int {
 	return 0
 }
 
-// PinSet is where a workload pinned to n CPUs runs: the last n CPUs of
-// the calling thread's affinity mask (CPU 0 usually takes most device
-// interrupts). ok is false when the mask has n CPUs or fewer: nothing to
-// pin. The C engine's pin_last makes the same choice.
+// PinSet is where a workload pinned to n CPUs runs: PinLast of the
+// calling thread's affinity mask. ok is false when the mask has n CPUs or
+// fewer: nothing to pin.
 func PinSet(n int) (set unix.CPUSet, ok bool) {
 	var have unix.CPUSet
-	if n < 1 || unix.SchedGetaffinity(0, &have) != nil || have.Count() <= n {
+	if unix.SchedGetaffinity(0, &have) != nil {
 		return set, false
 	}
-	for c, k := len(have)*64-1, 0; k < n && c >= 0; c-- {
+	var usable []int
+	for c := 0; c < len(have)*64; c++ {
 		if have.IsSet(c) {
-			set.Set(c)
-			k++
+			usable = append(usable, c)
 		}
 	}
-	return set, true
+	pin, ok := PinLast(usable, n)
+	for _, c := range pin {
+		set.Set(c)
+	}
+	return set, ok
+}
+
+// PinLast is the pinning rule of a workload pinned to n CPUs, given the
+// CPUs the process may use in increasing order: the last n of them (CPU 0
+// usually takes most device interrupts). ok is false when there are n
+// usable CPUs or fewer: nothing to pin. The C engine's pin_last makes the
+// same choice; the simulator places its threads by it.
+func PinLast(usable []int, n int) (pin []int, ok bool) {
+	if n < 1 || len(usable) <= n {
+		return nil, false
+	}
+	return append([]int{}, usable[len(usable)-n:]...), true
 }

@@ -286,6 +286,31 @@ func (r *Recorder) result(name string, end, selfCPU int64) *Result {
 	return res
 }
 
+// countsThroughput says whether w's Result counts completions per
+// ThroughputBucket: parallel's many short events make in-period profiles.
+func countsThroughput(w Workload) bool { return w.Name() == "parallel" }
+
+// ResultOf is the Result of w's operations timed elsewhere (by the
+// simulator): ops' StartNs and endNs are ns since the workload started,
+// their Thread says whose each is. It is what a run of w reporting the
+// same operations would hand back, kept and summarised the same way.
+func ResultOf(w Workload, ops []trace.Sample, endNs int64) *Result {
+	rec := &Recorder{op: w.Op(), throughput: countsThroughput(w)}
+	threads := map[int]*ThreadRecorder{}
+	for th := 0; th < w.Workers(); th++ {
+		threads[th] = rec.Thread(th)
+	}
+	for _, o := range ops {
+		t, ok := threads[o.Thread]
+		if !ok {
+			t = rec.Thread(o.Thread)
+			threads[o.Thread] = t
+		}
+		t.recordMono(o.StartNs, o.WallNs, o.CPUNs)
+	}
+	return rec.result(w.Name(), endNs, 0)
+}
+
 // ClockMono reads CLOCK_MONOTONIC in ns: the clock shared by the runner
 // and the workload process.
 func ClockMono() int64 {
@@ -338,7 +363,7 @@ func Main(name string, args []string, out io.Writer) error {
 		}
 		resultOut = os.NewFile(uintptr(fd), "result")
 	}
-	rec := NewRecorder(w.Op(), w.Name() == "parallel")
+	rec := NewRecorder(w.Op(), countsThroughput(w))
 	if err := w.Run(rec, out); err != nil {
 		return err
 	}

@@ -98,6 +98,38 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
+// ResultOf keeps operations timed elsewhere as a run keeps its own: all
+// in the histogram, the raw ones up to trace.MaxSamples, sorted, and for
+// parallel the throughput per millisecond from the start.
+func TestResultOf(t *testing.T) {
+	w, err := Parse("parallel", []string{"--threads", "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := int64(time.Millisecond)
+	ops := []trace.Sample{{StartNs: 2 * ms, WallNs: ms, Thread: 1}, {StartNs: 0, WallNs: ms / 2, Thread: 0}, {StartNs: ms, WallNs: 3 * ms, Thread: 0}}
+	res := ResultOf(w, ops, 5*ms)
+	if res.Latency.Op != "event" || res.Latency.Count != 3 || len(res.Latency.Samples) != 3 || res.Latency.Samples[0].StartNs != 0 || res.Latency.Samples[2].StartNs != 2*ms {
+		t.Errorf("latency %+v", res.Latency)
+	}
+	if res.StartMono != 0 || res.EndMono != 5*ms {
+		t.Errorf("start %d end %d", res.StartMono, res.EndMono)
+	}
+	// Ends at 0.5, 3 and 4 ms.
+	if want := []int64{1, 0, 0, 1, 1}; res.Throughput == nil || !reflect.DeepEqual(res.Throughput.Counts, want) {
+		t.Errorf("throughput %+v, want %v", res.Throughput, want)
+	}
+	many := make([]trace.Sample, trace.MaxSamples+1)
+	res = ResultOf(w, many, ms)
+	if res.Latency.Count != int64(len(many)) || res.Latency.Samples != nil {
+		t.Errorf("%d ops: count %d, %d samples kept", len(many), res.Latency.Count, len(res.Latency.Samples))
+	}
+	b, _ := Parse("bursty", nil)
+	if res := ResultOf(b, ops, 5*ms); res.Throughput != nil || res.Latency.Op != "burst" {
+		t.Errorf("bursty: %+v", res)
+	}
+}
+
 // A short real run of each workload in this process.
 func TestRunShort(t *testing.T) {
 	for _, args := range [][]string{

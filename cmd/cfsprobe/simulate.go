@@ -1,0 +1,181 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
+	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+type simulateFlags struct {
+	limitFlags
+	outputFlags
+	simFlags
+}
+
+// simFlags are the model of simulate and suite --simulate.
+type simFlags struct {
+	kernel   string
+	hostCPUs int
+	seed     uint64
+	eventCPU time.Duration
+}
+
+func (f *simFlags) add(fl *pflag.FlagSet) {
+	eras := make([]string, 0, len(sim.Eras()))
+	for _, e := range sim.Eras() {
+		eras = append(eras, string(e))
+	}
+	fl.StringVar(&f.kernel, "kernel", "", "kernel era to model: "+strings.Join(eras, ", ")+" (default: this host's kernel's)")
+	fl.IntVar(&f.hostCPUs, "host-cpus", 0, "CPUs of the simulated host (default: this host's)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the model's randomness: the same seed gives the same trace")
+	fl.DurationVar(&f.eventCPU, "event-cpu", 0, "parallel: CPU time of one event (default: measured on this host)")
+}
+
+// simFlagNames are simFlags' flags.
+var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu"}
+
+func newSimulateCmd() *cobra.Command {
+	f := &simulateFlags{}
+	c := &cobra.Command{
+		Use:   "simulate [LIMITS] [--kernel ERA] [--host-cpus N] WORKLOAD [WORKLOAD FLAGS]",
+		Short: "predict what CPU limits do to a workload: simulate the kernel's bandwidth control and write a trace",
+		Long: `Runs a built-in workload on a model of the kernel's CPU bandwidth controller
+instead of a real cgroup: the group's pool refilled every period, the per-CPU
+slices of it, throttling and unthrottling, as a kernel of the chosen era does
+it, on a host of --host-cpus CPUs. Nothing is created and nothing needs root:
+it answers "what will this limit do?" for a machine you do not have, or a
+kernel you do not run, in a fraction of the time.
+
+The flags are cfsprobe run's (the limits before the workload's name, the
+workload's own after it), and the output is the same trace, marked simulated
+(spec.simulated holds the model's parameters): print it with --json, save it
+with --out, render it with --report or cfsprobe report.
+
+--kernel ERA picks the model (default: the era of this host's kernel):
+  3.16  local slices effectively never expire
+  4.18  per-period expiry: runtime left on a CPU that went idle is lost
+  5.4   expiry removed
+  5.14  CPU burst (--burst)
+  6.18  task-based throttling: a throttled task stops at its next return to user space
+
+Built-in workloads (cfsprobe run WORKLOAD --help for their flags):
+` + workloadTable(sim.Workloads(), sim.Summary) + `
+The parallel workload's event costs the CPU time it takes on this host
+(measured in a moment before the simulation) unless --event-cpu gives it.
+The same --seed gives the same trace.`,
+		Example: `  cfsprobe simulate --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
+  cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 10ms parallel --threads 64 --duration 5s
+  cfsprobe simulate --kernel 4.18 --quota 20ms periodic --burn 5ms --sleep 1000ms --iterations 10
+  cfsprobe simulate --kernel 5.14 --quota 20ms --burst 20ms bursty --on-cpu 30ms --off 177ms --duration 30s --report burst.html
+  cfsprobe simulate --cpus 1 parallel --threads 4 --duration 5s --json > predicted.json`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error { return runSimulate(c, f, args) },
+	}
+	c.Flags().SetInterspersed(false)
+	fl := c.Flags()
+	f.limitFlags.add(fl)
+	f.outputFlags.add(fl, "print the trace as JSON on stdout")
+	f.simFlags.add(fl)
+	return c
+}
+
+func runSimulate(c *cobra.Command, f *simulateFlags, args []string) error {
+	lim, err := f.limits(c)
+	if err != nil {
+		return err
+	}
+	if c.ArgsLenAtDash() == 0 && len(args) > 0 {
+		return usageErr("a program (-- COMMAND) cannot be simulated: name a built-in workload, one of %s", strings.Join(sim.Workloads(), ", "))
+	}
+	if len(args) == 0 {
+		return usageErr("no workload: name one of %s (see: cfsprobe simulate --help)", strings.Join(sim.Workloads(), ", "))
+	}
+	name, wargs, err := workloadArgs(c, args)
+	if err != nil {
+		return err
+	}
+	era, cpus, err := f.model(c)
+	if err != nil {
+		return err
+	}
+	plan, err := sim.Prepare(sim.Setup{
+		Workload: name, Args: wargs, Limits: lim, Era: era, CPUs: cpus,
+		Seed: f.seed, EventCPU: f.eventCPU, Version: lab.Version,
+	})
+	if err != nil {
+		var he *workload.HelpError
+		if errors.As(err, &he) {
+			fmt.Fprint(c.OutOrStdout(), he.Text)
+			return nil
+		}
+		return f.prepareErr(c, err)
+	}
+	if err := f.outputFlags.check(); err != nil {
+		return err
+	}
+	tr, err := plan.Run()
+	if err != nil {
+		return err
+	}
+	return f.outputFlags.write(c, tr)
+}
+
+// model reads the flags: the era (--kernel, or this host kernel's) and
+// the simulated host's CPUs (--host-cpus, or this host's).
+func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
+	cpus := f.hostCPUs
+	switch {
+	case !c.Flags().Changed("host-cpus"):
+		cpus = cgroup.OnlineCPUs(hostfs.Default())
+	case cpus < 1 || cpus > sim.MaxCPUs:
+		return "", 0, usageErr("--host-cpus %d: give the simulated host's CPUs, 1 to %d", cpus, sim.MaxCPUs)
+	}
+	if c.Flags().Changed("event-cpu") && f.eventCPU <= 0 {
+		return "", 0, usageErr("--event-cpu %v: give the CPU time of one event, such as 250us, or leave it out to measure it", f.eventCPU)
+	}
+	if c.Flags().Changed("kernel") {
+		era, err := sim.ParseEra(f.kernel)
+		if err != nil {
+			return "", 0, usageErr("--kernel %s: %v", f.kernel, err)
+		}
+		return era, cpus, nil
+	}
+	release := cgroup.KernelRelease(hostfs.Default())
+	era, err := sim.EraOfRelease(release)
+	if err != nil {
+		return "", 0, usageErr("this host's kernel (%q) has no era to model (%v): give --kernel ERA", release, err)
+	}
+	return era, cpus, nil
+}
+
+// changed is the first of the flags given, or "".
+func (f *simFlags) changed(c *cobra.Command) string {
+	for _, n := range simFlagNames {
+		if c.Flags().Changed(n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// prepareErr says an error of sim.Prepare in simulate's words.
+func (f *simulateFlags) prepareErr(c *cobra.Command, err error) error {
+	var le *cgroup.LimitError
+	switch {
+	case errors.As(err, &le) && errors.Is(le, cgroup.ErrNoBurst):
+		return usageErr("--burst %s %s: drop --burst or give --kernel %s or later", le.Value, le.Reason, sim.Era5_14)
+	case errors.As(err, &le):
+		return limitErr(le, f.given(c))
+	}
+	return &exitError{2, err}
+}

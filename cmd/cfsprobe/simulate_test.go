@@ -1,0 +1,122 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// simulateTrace runs `cfsprobe simulate --json ARGS...` and reads the
+// trace it prints.
+func simulateTrace(t *testing.T, args ...string) *trace.Trace {
+	t.Helper()
+	r := cfsprobe(t, append([]string{"simulate", "--json"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("simulate %v: exit %d\n%s", args, r.code, r.stderr)
+	}
+	tr, err := trace.Read(strings.NewReader(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// cfsprobe simulate writes a trace of the simulated host, marked as
+// simulated with its model, through the lab's period model (the timeline
+// matches nr_throttled); the same seed gives the same trace; --out and
+// --report save it as run does; the summary says it was simulated.
+func TestSimulate(t *testing.T) {
+	args := []string{"--kernel", "4.18", "--host-cpus", "64", "--quota", "10ms", "--event-cpu", "250us", "parallel", "--threads", "64", "--duration", "2s"}
+	tr := simulateTrace(t, args...)
+	sim := tr.Spec.Simulated
+	if sim == nil || sim.Era != "4.18" || sim.HostCPUs != 64 || sim.EventCPUNs != int64(250*time.Microsecond) || sim.Seed != 1 {
+		t.Fatalf("spec.simulated %+v", sim)
+	}
+	if tr.Spec.Workload != "parallel" || tr.Spec.Params == nil || tr.Spec.Params.Parallel.Threads != 64 {
+		t.Errorf("spec %+v", tr.Spec)
+	}
+	if tr.Host.Kernel != "4.18" || tr.Host.CPUs != 64 || tr.Host.Hostname != "" || tr.Limits.QuotaUs == nil || *tr.Limits.QuotaUs != 10000 {
+		t.Errorf("host %+v limits %+v", tr.Host, tr.Limits)
+	}
+	s := tr.Summary
+	// 64 threads under a tenth of a CPU: throttled every period, the
+	// quota used, events of a few periods' stall in the tail.
+	if s.NrPeriods < 18 || s.ThrottledRatio < 0.9 || s.CPURatio < 0.08 || s.CPURatio > 0.12 || s.LatencyNs == nil || s.LatencyNs.P99 < int64(100*time.Millisecond) {
+		t.Errorf("summary %+v", s)
+	}
+	if len(tr.Checks) == 0 || !tr.Checks[0].OK || len(tr.Periods) < 18 || tr.Latency == nil || tr.Throughput == nil {
+		t.Errorf("checks %+v, %d periods, latency %v, throughput %v", tr.Checks, len(tr.Periods), tr.Latency != nil, tr.Throughput != nil)
+	}
+	again := simulateTrace(t, args...)
+	again.Started = tr.Started
+	if !reflect.DeepEqual(tr, again) {
+		t.Error("the same seed gave another trace")
+	}
+	other := simulateTrace(t, append([]string{"--seed", "2"}, args...)...)
+	if other.Spec.Simulated.Seed != 2 || reflect.DeepEqual(other.Periods, tr.Periods) {
+		t.Errorf("--seed 2: seed %d, the same periods: %v", other.Spec.Simulated.Seed, reflect.DeepEqual(other.Periods, tr.Periods))
+	}
+
+	dir := t.TempDir()
+	out, rep := filepath.Join(dir, "t.json"), filepath.Join(dir, "r.md")
+	r := cfsprobe(t, append([]string{"simulate", "--out", out, "--report", rep}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "host       simulated, kernel era 4.18, 64 CPUs, slice 5ms\n") || !strings.Contains(r.stdout, "trace      "+out) {
+		t.Errorf("summary:\n%s", r.stdout)
+	}
+	saved, err := trace.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved.Started = tr.Started
+	if !reflect.DeepEqual(saved, tr) {
+		t.Error("the saved trace is not the one printed with --json")
+	}
+	md, err := os.ReadFile(rep)
+	if err != nil || !strings.Contains(string(md), "simulated, kernel era 4.18, 64 CPUs") {
+		t.Errorf("report (%v):\n%s", err, md)
+	}
+}
+
+// Without --kernel and --host-cpus, simulate models this host; it needs
+// no root and creates nothing. A parallel workload's event is measured
+// on this host when not given.
+func TestSimulateThisHost(t *testing.T) {
+	tr := simulateTrace(t, "--cpus", "0.5", "parallel", "--threads", "2", "--duration", "1s")
+	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	t.Logf("host %s: simulated era %s, %d CPUs, event %v", strings.TrimSpace(string(b)), tr.Host.Kernel, tr.Host.CPUs, time.Duration(tr.Spec.Simulated.EventCPUNs))
+	if tr.Host.CPUs < 1 || tr.Spec.Simulated.Era == "" || tr.Spec.Simulated.EventCPUNs <= 0 || tr.Spec.Simulated.EventCPUNs > int64(10*time.Millisecond) {
+		t.Errorf("host %+v, simulated %+v", tr.Host, tr.Spec.Simulated)
+	}
+	r := cfsprobeCmd(t, nobodyCmd(t, "simulate", "--cpus", "0.2", "bursty", "--duration", "1s"))
+	if r.code != 0 || !strings.Contains(r.stdout, "host       simulated, kernel era ") {
+		t.Errorf("as uid 65534: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// --help teaches by example, and a workload's --help is its usage.
+func TestSimulateHelp(t *testing.T) {
+	r := cfsprobe(t, "simulate", "--help")
+	for _, want := range []string{
+		"cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 10ms parallel --threads 64 --duration 5s",
+		"--kernel ERA picks the model",
+		"4.18  per-period expiry",
+		"--host-cpus",
+		"periodic",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("simulate --help without %q:\n%s", want, r.stdout)
+		}
+	}
+	r = cfsprobe(t, "simulate", "--cpus", "1", "bursty", "--help")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "bursty: ") || !strings.Contains(r.stdout, "--on-cpu") {
+		t.Errorf("simulate bursty --help: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -1,0 +1,50 @@
+package report
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// A simulated run (cfsprobe simulate) is marked as such wherever a
+// measured run names its host: the summary, the text, markdown and HTML
+// reports, and its row says "(simulated)". It does not name the machine
+// that simulated it.
+func TestSimulatedHost(t *testing.T) {
+	runs := loadFiles(t, filepath.Join(runsDir, "parallel-cpus1.json"))
+	tr := runs[0].Trace
+	tr.Spec.Simulated = &trace.Simulated{Era: "4.18", HostCPUs: 64}
+	tr.Host = trace.Host{Kernel: "4.18", CPUs: 64, SliceUs: 5000}
+	const want = "simulated, kernel era 4.18, 64 CPUs"
+	var sum bytes.Buffer
+	Summary(&sum, tr)
+	if !strings.Contains(sum.String(), "host       "+want+", slice 5ms\n") {
+		t.Errorf("summary:\n%s", sum.String())
+	}
+	for _, f := range Formats {
+		var b bytes.Buffer
+		if err := Write(&b, f, "", runs); err != nil {
+			t.Fatal(err)
+		}
+		if f != FormatJSON && !strings.Contains(b.String(), want) {
+			t.Errorf("%s report does not say %q", f, want)
+		}
+		if strings.Contains(b.String(), "Linux 4.18") {
+			t.Errorf("%s report names the era as the host's Linux", f)
+		}
+	}
+	measured := loadFiles(t, filepath.Join(runsDir, "parallel-cpus1.json"))
+	var b bytes.Buffer
+	if err := Write(&b, FormatMarkdown, "", append(measured, runs...)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "Linux "+measured[0].Trace.Host.Kernel) {
+		t.Errorf("a measured and a simulated run: both hosts are not named:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "| parallel-cpus1 (simulated) |") || !strings.Contains(b.String(), "| parallel-cpus1 |") {
+		t.Errorf("a measured and a simulated run: the rows do not tell them apart:\n%s", b.String())
+	}
+}

@@ -1,0 +1,564 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+// This file is replay: a trace's per-period demand (a lab run, a
+// recorded live group, another simulation) turned into simulated threads,
+// so that it can be simulated under other limits. docs/simulate.md
+// ("Replay") describes the method, its assumptions and its limits.
+//
+// A throttled period's usage is a lower bound of what the group wanted:
+// it stood still for the period's stall. What it would have done then is
+// taken to be the work of the time it stood still at the parallelism it
+// ran with (running CPUs × stall); whether that is extra demand or the
+// same work done later depends on the workload (Demand):
+//
+//   - closed: a closed loop (fixed work; a client that waits for each
+//     answer): the stall only delayed the work. The replay is the run
+//     with its stalls cut out: the same work, sooner, and every pause
+//     kept as it was.
+//   - open: work arrives on its own clock and queues while the group
+//     stands still. The work missed in a stall is extra demand of that
+//     period, and the usage of later periods that served it is not new.
+//   - timed: a loop that runs for a time, not for an amount of work
+//     (a busy-wait for a wall time, a run for a duration): the work
+//     missed in a stall is never done. The replay keeps the group
+//     running through the stall.
+//
+// The work of a period arrives at its start and runs at the group's
+// parallelism (where a throttled period shows the group ran from its
+// start until the quota ran out); each CPU's share is a lane, one
+// simulated thread, that keeps the workload's response to a limit: a
+// closed lane's pauses are relative to the end of its work, an open
+// lane's work arrives at fixed times and queues, a timed lane spins until
+// a fixed time.
+
+// Demand names how a workload answers its group standing still: how the
+// work a throttled period could not do is reconstructed.
+type Demand string
+
+const (
+	// DemandClosed: the work was delayed, not lost or added to.
+	DemandClosed Demand = "closed"
+	// DemandOpen: work kept arriving and queued.
+	DemandOpen Demand = "open"
+	// DemandTimed: the work of the time the group stood still was lost.
+	DemandTimed Demand = "timed"
+)
+
+// Demands lists the methods.
+func Demands() []Demand { return []Demand{DemandClosed, DemandOpen, DemandTimed} }
+
+// ParseDemand reads a method's name.
+func ParseDemand(s string) (Demand, error) {
+	for _, d := range Demands() {
+		if string(d) == s {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("demand %q is not one of %s", s, demandNames())
+}
+
+// demandNames lists the methods' names for people: "closed, open, timed".
+func demandNames() string {
+	names := make([]string, len(Demands()))
+	for i, d := range Demands() {
+		names[i] = string(d)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ReplayOptions say how to replay a trace.
+type ReplayOptions struct {
+	// Demand is the method ("": the trace's own, TraceDemand).
+	Demand Demand
+	// Parallelism is the number of CPUs the group's work runs on at once
+	// (0: read from the trace, see docs/simulate.md).
+	Parallelism int
+	// Scale multiplies the demand: each period's work, at Scale times the
+	// parallelism, in the same time (0: 1).
+	Scale float64
+	// Source names the trace in the record (its file).
+	Source string
+}
+
+// MaxReplayScale bounds ReplayOptions.Scale.
+const MaxReplayScale = 100
+
+// MaxReplayLanes bounds the simulated threads of a replay (the
+// parallelism times the scale).
+const MaxReplayLanes = 4096
+
+// ErrNoPeriods is a trace without periods: there is no demand to replay.
+var ErrNoPeriods = errors.New("the trace has no periods")
+
+// Replay turns a trace's per-period demand into simulated threads, and
+// says how in the record the simulated trace keeps (spec.simulated.replay).
+// The threads' time 0 is the start of the trace's first period. Errors
+// are the trace's (ErrNoPeriods, no period length) or the options'.
+func Replay(tr *trace.Trace, opt ReplayOptions) ([]Thread, *trace.Replay, error) {
+	d, rec, err := reconstruct(tr, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d.threads(), rec, nil
+}
+
+// TraceDemand is the method a trace is replayed with by default, and who
+// chose it: a built-in workload's flags say whether it burns CPU time
+// (closed) or wall time (timed); anything else, a command or a recorded
+// group, is taken for a service whose requests come on their own (open).
+func TraceDemand(spec trace.Spec) (Demand, string) {
+	if p := spec.Params; p != nil {
+		// --burn-cpu and --on-cpu, when set, take the place of --burn
+		// and --on; parallel runs for --duration unless --events ends it.
+		switch {
+		case p.Periodic != nil && p.Periodic.BurnCPU > 0, p.Bursty != nil && p.Bursty.OnCPU > 0,
+			p.Parallel != nil && p.Parallel.Events > 0:
+			return DemandClosed, "params"
+		case p.Periodic != nil, p.Bursty != nil, p.Parallel != nil:
+			return DemandTimed, "params"
+		}
+	}
+	return DemandOpen, "default"
+}
+
+// burst is the work that arrives at one period's start.
+type burst struct {
+	at time.Duration // since the replay's start
+	// work is CPU time; par the CPUs it runs on at once; wall how long
+	// it takes there (work/par; for timed, how long it spins).
+	work time.Duration
+	par  float64
+	wall time.Duration
+}
+
+// lane is the share of the burst of the lane'th CPU: the time it is busy,
+// the whole wall time for every lane but a fractional last one (so a
+// closed or open lane burns that much CPU).
+func (b burst) lane(l int) time.Duration {
+	f := min(1, b.par-float64(l))
+	if f <= 0 {
+		return 0
+	}
+	return time.Duration(f * float64(b.wall))
+}
+
+// lanes is how many simulated threads the burst needs.
+func (b burst) lanes() int { return int(math.Ceil(b.par - 1e-9)) }
+
+// demand is a reconstructed trace.
+type demand struct {
+	method Demand
+	bursts []burst
+}
+
+// reconstruct works out the demand of every period of a trace.
+func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, error) {
+	if len(tr.Periods) == 0 {
+		return demand{}, nil, ErrNoPeriods
+	}
+	scale := opt.Scale
+	if scale == 0 {
+		scale = 1
+	}
+	if math.IsNaN(scale) || scale <= 0 || scale > MaxReplayScale {
+		return demand{}, nil, fmt.Errorf("scale %v is outside (0, %d]", scale, MaxReplayScale)
+	}
+	method, from := opt.Demand, "given"
+	if method == "" {
+		method, from = TraceDemand(tr.Spec)
+	} else if _, err := ParseDemand(string(method)); err != nil {
+		return demand{}, nil, err
+	}
+	if opt.Parallelism < 0 {
+		return demand{}, nil, fmt.Errorf("parallelism %d is negative", opt.Parallelism)
+	}
+	ps, err := readPeriods(tr)
+	if err != nil {
+		return demand{}, nil, err
+	}
+	par, parFrom := opt.Parallelism, "given"
+	if par == 0 {
+		par, parFrom = parallelism(tr, ps)
+	}
+	// No period runs on more CPUs than the group could use, nor, when
+	// the parallelism is its threads' (or given), on more than that: a
+	// reading a little off is not another CPU.
+	most := float64(traceCPUs(tr))
+	if parFrom != "stopped_cpus" && parFrom != "running_cpus" || most == 0 {
+		most = float64(par)
+	}
+	cpus := func(c float64) float64 { return min(wholeCPUs(c), most) }
+	if lanes := math.Ceil(float64(par) * scale); lanes > MaxReplayLanes {
+		return demand{}, nil, fmt.Errorf("parallelism %d × scale %v needs %v simulated threads, more than %d", par, scale, lanes, MaxReplayLanes)
+	}
+
+	d := demand{method: method, bursts: make([]burst, 0, len(ps))}
+	var backlog, cut, demanded, used time.Duration
+	for _, p := range ps {
+		used += p.usage
+		b := burst{at: p.start, work: p.usage, par: cpus(max(float64(par), p.running))}
+		if p.stall > 0 {
+			// It ran from the period's start until it was stopped, on
+			// the CPUs the kernel stopped.
+			b.par = cpus(max(p.running, float64(p.stopped)))
+		}
+		switch method {
+		case DemandClosed:
+			b.at -= cut
+			cut += p.stall
+			if p.stall > 0 && p.running >= b.par*busyShare {
+				// It ran all along: the time it did not run is
+				// the throttling's, not a pause.
+				cut += p.length - p.stall - time.Duration(float64(p.usage)/b.par)
+			}
+		case DemandOpen:
+			served := min(backlog, b.work)
+			backlog -= served
+			missed := time.Duration(cpus(p.running) * float64(p.stall))
+			backlog += missed
+			b.work += missed - served
+			if p.stall == 0 && p.running < float64(par) {
+				// It was idle at some point: it had caught up.
+				backlog = 0
+			}
+		case DemandTimed:
+			if p.stall > 0 {
+				b.par, b.wall = cpus(p.running), p.length
+				b.work = time.Duration(b.par * float64(p.length))
+			}
+		}
+		if b.work <= 0 || b.par <= 0 {
+			continue
+		}
+		b.work = time.Duration(float64(b.work) * scale)
+		b.par *= scale
+		if b.wall == 0 {
+			b.wall = time.Duration(float64(b.work) / b.par)
+		}
+		demanded += b.work
+		d.bursts = append(d.bursts, b)
+	}
+	rec := &trace.Replay{
+		Source: opt.Source, Workload: tr.Spec.Workload, Limits: tr.Limits, Periods: len(tr.Periods), UsageNs: int64(used),
+		Demand: string(method), DemandFrom: from, Parallelism: par, ParallelismFrom: parFrom,
+		Scale: scale, DemandNs: int64(demanded),
+	}
+	return d, rec, nil
+}
+
+// period is what replay reads of a trace's period.
+type period struct {
+	start, length, usage, stall time.Duration
+	// running: CPUs busy while not stopped; stopped: CPUs the kernel
+	// stopped (0 when not throttled).
+	running float64
+	stopped int
+	blurred bool
+}
+
+// readPeriods reads the periods, times from the first one's start, and
+// fills what traces written before a field existed lack: the stall from
+// the throttled time, the running CPUs from the usage.
+func readPeriods(tr *trace.Trace) ([]period, error) {
+	t0 := tr.Periods[0].StartNs
+	out := make([]period, len(tr.Periods))
+	for i, tp := range tr.Periods {
+		p := period{start: time.Duration(tp.StartNs - t0), length: time.Duration(tp.EndNs - tp.StartNs),
+			usage: time.Duration(max(tp.UsageNs, 0)), stopped: tp.StoppedCPUs, blurred: tp.Blurred}
+		if p.length <= 0 {
+			return nil, fmt.Errorf("period %d (start_ns %d) ends at %d, not after its start", i, tp.StartNs, tp.EndNs)
+		}
+		if tp.Throttled {
+			p.stall = time.Duration(tp.StallNs)
+			if p.stall == 0 && tp.ThrottledNs > 0 {
+				p.stall = time.Duration(tp.ThrottledNs / int64(max(tp.StoppedCPUs, 1)))
+			}
+			// Keep a moment of running, so that the running CPUs stay
+			// finite.
+			p.stall = min(p.stall, p.length-p.length/100)
+			p.stopped = max(p.stopped, 1)
+		} else {
+			p.stopped = 0
+		}
+		p.running = float64(p.usage) / float64(p.length-p.stall)
+		out[i] = p
+	}
+	return out, nil
+}
+
+// parallelism is the number of CPUs a trace's group kept busy when it had
+// work, and where that was read: a built-in workload's threads (on at
+// most the CPUs it could use); else the most CPUs the kernel stopped in
+// a throttled period (the CPUs with runnable threads when the quota ran
+// out); else the running CPUs of its busiest period, rounded up. Blurred
+// periods, whose usage is an interpolation, are not read.
+func parallelism(tr *trace.Trace, ps []period) (int, string) {
+	cpus := traceCPUs(tr)
+	bound := func(n int) int {
+		if cpus > 0 {
+			n = min(n, cpus)
+		}
+		return max(n, 1)
+	}
+	if p := tr.Spec.Params; p != nil {
+		switch {
+		case p.Periodic != nil:
+			return bound(p.Periodic.Threads), "params"
+		case p.Bursty != nil:
+			return bound(p.Bursty.Threads), "params"
+		case p.Parallel != nil:
+			return bound(p.Parallel.Threads), "params"
+		}
+	}
+	stopped, running := 0, 0.0
+	for _, p := range ps {
+		if p.blurred {
+			continue
+		}
+		stopped = max(stopped, p.stopped)
+		if p.stall == 0 {
+			running = max(running, p.running)
+		}
+	}
+	if stopped > 0 {
+		return bound(stopped), "stopped_cpus"
+	}
+	return bound(int(math.Ceil(wholeCPUs(running)))), "running_cpus"
+}
+
+// traceCPUs is the number of CPUs a trace's group could use: its
+// cpuset's, else its host's (0 when the trace does not say).
+func traceCPUs(tr *trace.Trace) int {
+	cpus := tr.Host.CPUs
+	if set, err := cgroup.ParseCPUList(tr.Limits.Cpuset); err == nil && len(set) > 0 && (cpus == 0 || len(set) < cpus) {
+		cpus = len(set)
+	}
+	return cpus
+}
+
+// busyShare is the share of the CPUs a throttled period stopped (or ran
+// on) that a group must have kept busy, while it was not stopped, to be
+// taken for busy all along. A busy group does not show all of them: the
+// kernel unthrottles it a moment after the refill, and the stall is
+// counted from when it was stopped; on the reference host (6.18) one
+// thread burning without a pause ran 0.78 to 0.99 CPUs under 0.3 CPU,
+// and one that slept 50 ms in the period 0.35.
+const busyShare = 0.5
+
+// cpuSlack is how far above a whole number of CPUs a figure of running
+// CPUs is still taken for that number: a reading a little late is not
+// one more CPU.
+const cpuSlack = 0.1
+
+// wholeCPUs takes running CPUs within cpuSlack above a whole number for
+// that number.
+func wholeCPUs(cpus float64) float64 {
+	if w := math.Floor(cpus); w >= 1 && cpus-w < cpuSlack {
+		return w
+	}
+	return cpus
+}
+
+// threads are the lanes that replay the bursts.
+func (d demand) threads() []Thread {
+	n := 1 // a group that used no CPU is replayed as one idle lane
+	for _, b := range d.bursts {
+		n = max(n, b.lanes())
+	}
+	out := make([]Thread, n)
+	for l := range out {
+		var steps []laneStep
+		var end time.Duration // of the lane's previous burst, in the reconstructed time
+		for _, b := range d.bursts {
+			share := b.lane(l)
+			if share <= 0 {
+				continue
+			}
+			switch d.method {
+			case DemandClosed:
+				// The pause before is kept, from the end of the lane's
+				// previous work.
+				steps = append(steps, laneStep{kind: Sleep, d: max(b.at-end, 0), relative: true},
+					laneStep{kind: Burn, d: share})
+			case DemandOpen:
+				steps = append(steps, laneStep{kind: Sleep, d: b.at},
+					laneStep{kind: Burn, d: share})
+			case DemandTimed:
+				steps = append(steps, laneStep{kind: Sleep, d: b.at}, laneStep{kind: Spin, d: b.at + share})
+			}
+			end = b.at + share
+		}
+		out[l] = Thread{Pin: -1, Behavior: &lane{steps: steps}}
+	}
+	return out
+}
+
+// laneStep is one step of a lane: d is the CPU time of a Burn, the time
+// a Spin or a Sleep lasts until, or with relative the length of a Sleep.
+type laneStep struct {
+	kind     StepKind
+	d        time.Duration
+	relative bool
+}
+
+// lane is one replayed thread: its steps, in turn; a Sleep or Spin whose
+// time has passed is skipped (open work queues, a timed spin is lost).
+type lane struct {
+	steps []laneStep
+	next  int
+}
+
+func (l *lane) Next(now time.Duration, _ *rand.Rand) Step {
+	for l.next < len(l.steps) {
+		s := l.steps[l.next]
+		l.next++
+		switch {
+		case s.kind == Burn && s.d > 0:
+			return Step{Kind: Burn, CPU: s.d}
+		case s.kind == Sleep && s.relative && s.d > 0:
+			return Step{Kind: Sleep, Until: now + s.d}
+		case (s.kind == Sleep || s.kind == Spin) && !s.relative && s.d > now:
+			return Step{Kind: s.kind, Until: s.d}
+		}
+	}
+	return Step{Kind: Exit}
+}
+
+// The replay workload of cfsprobe simulate: its flags read into the plan.
+func init() {
+	ownWorkloads["replay"] = ownWorkload{summary: replaySummary, prepare: prepareReplay}
+}
+
+const replaySummary = "a trace's per-period demand (a lab run, a recorded group) under other limits"
+
+const replayUsage = `Reads a trace (saved with --out by cfsprobe run, cfsprobe record or cfsprobe
+simulate), turns every period's usage back into the group's demand, and
+simulates that demand under the limits given to cfsprobe simulate: what would
+this group have done with 1 CPU instead of 0.5, with a burst, with half again
+the load?
+
+A throttled period's usage is only a lower bound of the demand: the group
+stood still for the period's stall. The work it would have done then is the
+stall times the CPUs it ran on, and --demand says what became of it:
+  closed  delayed: a fixed amount of work, or clients that wait for each
+          answer; the replay is the run with its stalls cut out
+  open    it kept coming and queued: a service; it is demand of the period,
+          and the periods that served it first did no more
+  timed   lost: a loop that runs for a time (a busy-wait, a run for a
+          duration); the group runs on through the stall
+The default comes from the trace: a built-in workload's flags (--on-cpu,
+--burn-cpu, --events: closed; --on, --burn, --duration: timed); a command or a
+recorded group is taken for a service (open).
+
+Each period's work arrives at its start and runs on as many CPUs as the
+group used when it had work: the workload's threads, else the most CPUs the
+kernel stopped in a throttled period, else its busiest period's CPUs
+(--parallelism sets it). --scale F multiplies the work and those CPUs: F
+times the load in the same time. The simulated trace records how its demand
+was made (spec.simulated.replay); docs/simulate.md explains the method and
+its limits.
+
+As for every simulation, --host-cpus and --kernel are this host's unless
+given: give the trace's own (cfsprobe report shows its host) to replay it
+where it ran.
+
+Examples:
+  cfsprobe run --cpus 0.3 -o tight.json bursty --on-cpu 450ms --off 50ms --duration 10s
+  cfsprobe simulate --json replay --trace tight.json     # no limit: what it wanted
+  cfsprobe simulate --cpus 0.5 replay --trace tight.json  # how often 0.5 CPU throttles it
+  cfsprobe record --pid 4242 --duration 60s --out api.json
+  cfsprobe simulate --host-cpus 16 --cpus 2 replay --trace api.json --scale 1.5
+  cfsprobe simulate --kernel 5.14 --quota 50ms --burst 50ms replay --trace api.json --demand open
+`
+
+// replayFlags are the replay workload's flags.
+func replayFlags(fs *pflag.FlagSet, file *string, opt *ReplayOptions) *string {
+	fs.StringVar(file, "trace", "", "the trace to replay (saved by cfsprobe run, record or simulate with --out)")
+	demand := fs.String("demand", "", demandNames()+": what became of the work the group could not do while it stood still (default: from the trace)")
+	fs.IntVar(&opt.Parallelism, "parallelism", 0, "CPUs the group's work runs on at once (default: from the trace)")
+	fs.Float64Var(&opt.Scale, "scale", 1, "multiply the demand: F times the work on F times the CPUs, in the same time")
+	return demand
+}
+
+// prepareReplay reads the replay workload's flags and its trace into the
+// plan. Its errors are the user's: one sentence each.
+func prepareReplay(p *Plan, args []string) error {
+	var file string
+	var opt ReplayOptions
+	flags := pflag.NewFlagSet("replay", pflag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	demand := replayFlags(flags, &file, &opt)
+	hint := "(see: cfsprobe simulate replay --help)"
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return &workload.HelpError{Text: fmt.Sprintf("replay: %s\n\n%s\nFlags:\n%s", replaySummary, replayUsage, flags.FlagUsages())}
+		}
+		return fmt.Errorf("workload replay: %w %s", err, hint)
+	}
+	switch {
+	case flags.NArg() > 0:
+		return fmt.Errorf("workload replay: unexpected argument %q %s", flags.Arg(0), hint)
+	case file == "":
+		return fmt.Errorf("workload replay needs a trace: give --trace FILE, saved by cfsprobe run, record or simulate with --out")
+	case math.IsNaN(opt.Scale) || opt.Scale <= 0 || opt.Scale > MaxReplayScale:
+		return fmt.Errorf("workload replay: --scale %v is not a factor above 0 and at most %d", opt.Scale, MaxReplayScale)
+	case opt.Parallelism < 0 || opt.Parallelism > MaxReplayLanes:
+		return fmt.Errorf("workload replay: --parallelism %d is not a number of CPUs from 1 to %d (or 0: from the trace)", opt.Parallelism, MaxReplayLanes)
+	}
+	if *demand != "" {
+		d, err := ParseDemand(*demand)
+		if err != nil {
+			return fmt.Errorf("workload replay: --demand %s: use one of %s %s", *demand, demandNames(), hint)
+		}
+		opt.Demand = d
+	}
+	tr, err := trace.ReadFile(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("workload replay: --trace %s does not exist: give the path of a trace saved with --out", file)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("workload replay: --trace %s is empty: give a trace saved by cfsprobe run, record or simulate with --out", file)
+	case err != nil:
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // the path is said once
+		}
+		return fmt.Errorf("workload replay: --trace %s is not a cfsprobe trace (%v): give a file saved by cfsprobe run, record or simulate with --out", file, err)
+	}
+	opt.Source = file
+	if _, _, err := reconstruct(tr, opt); err != nil {
+		if errors.Is(err, ErrNoPeriods) {
+			return fmt.Errorf("workload replay: --trace %s has no periods, so no demand to replay: record the group for longer, while it runs", file)
+		}
+		return fmt.Errorf("workload replay: --trace %s: %w", file, err)
+	}
+	p.spec = trace.Spec{Workload: "replay", Args: append([]string{}, args...)}
+	var rec *trace.Replay
+	p.threads = func() ([]Thread, error) {
+		th, r, err := Replay(tr, opt)
+		rec = r
+		return th, err
+	}
+	p.finish = func(out *trace.Trace) {
+		if out.Spec.Simulated != nil {
+			out.Spec.Simulated.Replay = rec
+		}
+	}
+	return nil
+}

@@ -1,0 +1,420 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+// This file is the front of the simulator: a workload as cfsprobe run
+// names it (Setup), checked (Prepare) and turned into simulated threads
+// that do what the built-in workloads' threads do (internal/workload and
+// the C engine, native/engine/engine.c, which runs them):
+//
+//   - periodic: each thread burns --burn of wall time (a Spin: the loop
+//     reads the clock while it runs, so a burn that is stopped past its
+//     end ends when it runs again) or --burn-cpu of its own CPU time (a
+//     Burn), then sleeps --sleep, --iterations times; the last burn is
+//     not followed by a sleep. One operation per burn.
+//   - bursty: until --duration, each thread burns --on (Spin) or --on-cpu
+//     (Burn), then sleeps --off plus its next jitter draw (workload.Jitter:
+//     the same draws as the engine's from --seed), cut short at the end
+//     of --duration. A burst that starts at or after the end is not done.
+//     One operation per burst.
+//   - parallel: each thread repeats an event, a Burn of the event's CPU
+//     time, until --duration has passed when it would start the next (or
+//     --events are done in all). One operation per event.
+//
+// A sleep of d ends d + TimerSlack later (a thread's clock_nanosleep is
+// an hrtimer of that slack), and nothing else of the engine's own time
+// between operations is modelled but the process's start (StartCPU).
+// Pinning
+// follows workload.PinLast: with fewer threads than usable CPUs (the
+// group's cpuset, else all the host's) a pinned workload keeps to that
+// many CPUs, the last ones; each of its threads is placed on one of them
+// (the scheduler spreads busy threads one per CPU). Otherwise threads are
+// free.
+
+// Setup is one simulated run: what cfsprobe simulate and cfsprobe suite
+// --simulate ask for.
+type Setup struct {
+	// Workload names a built-in workload (or replay); Args are its flags,
+	// as cfsprobe run takes them.
+	Workload string
+	Args     []string
+	Limits   cgroup.Limits
+	Era      Era
+	CPUs     int // the simulated host's
+	Seed     uint64
+	// EventCPU is the CPU time of one event of the parallel workload; 0:
+	// measured on this host (workload.EventCPU), once per --max-prime.
+	EventCPU time.Duration
+	// Version is cfsprobe's, for the trace.
+	Version string
+}
+
+// UserError is a Setup that cannot be simulated: one sentence saying
+// what is wrong and how to fix it. Errors of the limits are
+// *cgroup.LimitError (wrapped), of the workload *workload.ArgError,
+// *workload.UnknownError or *workload.HelpError.
+type UserError struct{ Err error }
+
+func (e *UserError) Error() string { return e.Err.Error() }
+func (e *UserError) Unwrap() error { return e.Err }
+
+// MaxCPUs bounds the simulated host: the most CPUs Run takes.
+const MaxCPUs = maxCPUs
+
+// Plan is a checked Setup, ready to run.
+type Plan struct {
+	setup  Setup
+	spec   trace.Spec
+	usable []int // the CPUs the workload may use, increasing
+	// wl is the built-in workload, nil for one of the simulator's own.
+	wl workload.Workload
+	// own are a workload of the simulator's own: its threads, made when
+	// the run starts, and what it adds to the trace (nil: nothing).
+	threads func() ([]Thread, error)
+	finish  func(*trace.Trace)
+}
+
+// A simulator's own workload (replay, in replay.go) is not one of
+// internal/workload's: its prepare reads its arguments into the plan
+// (spec, threads, finish). Its errors are the user's.
+type ownWorkload struct {
+	summary string
+	prepare func(p *Plan, args []string) error
+}
+
+var ownWorkloads = map[string]ownWorkload{}
+
+// Prepare checks a Setup without running anything. Its errors are
+// *UserError.
+func Prepare(s Setup) (*Plan, error) {
+	ue := func(err error) (*Plan, error) { return nil, &UserError{err} }
+	if _, err := ParseEra(string(s.Era)); err != nil {
+		return ue(err)
+	}
+	if s.CPUs < 1 || s.CPUs > MaxCPUs {
+		return ue(fmt.Errorf("a simulated host has 1 to %d CPUs, not %d", MaxCPUs, s.CPUs))
+	}
+	if s.EventCPU < 0 {
+		return ue(fmt.Errorf("the event's CPU time must be positive, not %v", s.EventCPU))
+	}
+	if err := s.Limits.Validate(); err != nil {
+		return ue(err)
+	}
+	if s.Limits.Burst > 0 && !modelOf(s.Era).burst {
+		return ue(&cgroup.LimitError{Field: cgroup.FieldBurst, Value: s.Limits.Burst.String(), Err: cgroup.ErrNoBurst,
+			Reason: fmt.Sprintf("needs CPU burst, which kernel era %s does not have (era %s and later have it)", s.Era, Era5_14)})
+	}
+	p := &Plan{setup: s}
+	var err error
+	if p.usable, err = usableCPUs(s.Limits.Cpuset, s.CPUs); err != nil {
+		return ue(err)
+	}
+	if s.Workload == "" {
+		return ue(fmt.Errorf("no workload: name one of %s", strings.Join(Workloads(), ", ")))
+	}
+	if own, ok := ownWorkloads[s.Workload]; ok {
+		if err := own.prepare(p, s.Args); err != nil {
+			return ue(err)
+		}
+		return p, nil
+	}
+	wl, err := workload.Parse(s.Workload, s.Args)
+	if err != nil {
+		var unknown *workload.UnknownError
+		if errors.As(err, &unknown) {
+			err = fmt.Errorf("unknown workload %q: use one of %s", s.Workload, strings.Join(Workloads(), ", "))
+		}
+		return ue(err)
+	}
+	params := wl.Params()
+	p.wl = wl
+	p.spec = trace.Spec{Workload: s.Workload, Args: append([]string{}, s.Args...), Params: &params}
+	return p, nil
+}
+
+// Workloads lists what can be simulated: the built-in workloads and the
+// simulator's own, sorted.
+func Workloads() []string {
+	names := workload.Names()
+	for n := range ownWorkloads {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Summary is a one-line description of a workload Workloads lists.
+func Summary(name string) string {
+	if own, ok := ownWorkloads[name]; ok {
+		return own.summary
+	}
+	return workload.Summary(name)
+}
+
+// usableCPUs are the CPUs a group with the cpuset may use on a host of
+// cpus CPUs: the cpuset's, which must be among the host's, or all.
+func usableCPUs(cpuset string, cpus int) ([]int, error) {
+	all := make([]int, cpus)
+	for c := range all {
+		all[c] = c
+	}
+	if cpuset == "" {
+		return all, nil
+	}
+	le := func(reason string, err error) error {
+		return &cgroup.LimitError{Field: cgroup.FieldCpuset, Value: strconv.Quote(cpuset), Reason: reason, Err: err}
+	}
+	list, err := cgroup.ParseCPUList(cpuset)
+	if err != nil {
+		return nil, le("is not a CPU list like 0-1 or 0,2", err)
+	}
+	for _, c := range list {
+		if c >= cpus {
+			return nil, le(fmt.Sprintf("names CPU %d, but the simulated host has CPUs 0 to %d", c, cpus-1), nil)
+		}
+	}
+	if len(list) == 0 {
+		return all, nil
+	}
+	return list, nil
+}
+
+// Spec is what the plan runs, for the trace.
+func (p *Plan) Spec() trace.Spec { return p.spec }
+
+// Run simulates the plan and writes its trace. The only error is one of
+// measuring the event of a parallel workload on this host.
+func (p *Plan) Run() (*trace.Trace, error) {
+	s := p.setup
+	eventCPU := s.EventCPU
+	if pp := p.spec.Params; pp != nil && pp.Parallel != nil && eventCPU == 0 {
+		var err error
+		if eventCPU, err = calibrated(pp.Parallel.MaxPrime); err != nil {
+			return nil, fmt.Errorf("measure the parallel workload's event on this host: %w", err)
+		}
+	}
+	threads := p.threads
+	if threads == nil {
+		threads = func() ([]Thread, error) { return BuiltinThreads(p.spec, p.usable, eventCPU) }
+	}
+	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed}
+	res, err := runToClose(cfg, threads)
+	if err != nil {
+		return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
+	}
+	tr := NewTrace(TraceInfo{Spec: p.spec, Limits: s.Limits, Version: s.Version, Workload: p.wl}, res)
+	if pp := p.spec.Params; pp != nil && pp.Parallel != nil {
+		tr.Spec.Simulated.EventCPUNs = int64(eventCPU)
+	}
+	if p.finish != nil {
+		p.finish(tr)
+	}
+	return tr, nil
+}
+
+// calibrations holds EventCPU by --max-prime, measured once per process.
+var calibrations sync.Map // int -> *calibration
+
+type calibration struct {
+	once sync.Once
+	d    time.Duration
+	err  error
+}
+
+func calibrated(maxPrime int) (time.Duration, error) {
+	v, _ := calibrations.LoadOrStore(maxPrime, &calibration{})
+	c := v.(*calibration)
+	c.once.Do(func() { c.d, c.err = workload.EventCPU(maxPrime) })
+	return c.d, c.err
+}
+
+// BuiltinThreads are the simulated threads of the built-in workload a
+// spec names (spec.Params), usable being the CPUs its process may use
+// (increasing) and eventCPU the CPU time of one event of parallel.
+func BuiltinThreads(spec trace.Spec, usable []int, eventCPU time.Duration) ([]Thread, error) {
+	w, err := workload.FromSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	n := w.Workers()
+	behaviours := make([]Behavior, n)
+	p := spec.Params
+	switch {
+	case p.Periodic != nil:
+		for i := range behaviours {
+			behaviours[i] = &periodicThread{p: *p.Periodic}
+		}
+	case p.Bursty != nil:
+		for i := range behaviours {
+			behaviours[i] = &burstyThread{p: *p.Bursty, end: StartCPU + p.Bursty.Duration, jitter: workload.Jitter(*p.Bursty, p.Engine, i)}
+		}
+	case p.Parallel != nil:
+		if eventCPU <= 0 {
+			return nil, errors.New("the parallel workload needs its event's CPU time")
+		}
+		shared := &events{limit: p.Parallel.Events}
+		for i := range behaviours {
+			behaviours[i] = &parallelThread{p: *p.Parallel, end: StartCPU + p.Parallel.Duration, event: eventCPU, events: shared}
+		}
+	}
+	// The process starts: the first thread burns its start, the others
+	// begin when it would be done.
+	behaviours[0] = &starting{first: Step{Kind: Burn, CPU: StartCPU}, then: behaviours[0]}
+	for i := 1; i < n; i++ {
+		behaviours[i] = &starting{first: Step{Kind: Sleep, Until: StartCPU}, then: behaviours[i]}
+	}
+	var pin []int
+	if pw, ok := w.(workload.Pinned); ok {
+		pin, _ = workload.PinLast(usable, pw.PinCPUs())
+	}
+	threads := make([]Thread, n)
+	for i, b := range behaviours {
+		threads[i] = Thread{Pin: -1, Behavior: b}
+		if len(pin) == n {
+			threads[i].Pin = pin[i]
+		}
+	}
+	return threads, nil
+}
+
+// StartCPU is the CPU time the workload's process spends in its group
+// before its threads begin: the engine forked into the group, exec'd,
+// its mappings and its threads made. On this host's runs the group used
+// 0.9 to 1.4 ms more than its operations and their sleeps account for
+// (the engine alone, outside a group, 0.5 to 0.8 ms); it is what a run
+// that does little (three 5 ms burns in 10 s) shows beside its work. The
+// workload's clock (bursty's and parallel's --duration) starts after it.
+const StartCPU = time.Millisecond
+
+// starting is a thread that takes a first step (the process's start)
+// before its program.
+type starting struct {
+	first Step
+	then  Behavior
+	done  bool
+}
+
+func (t *starting) Next(now time.Duration, rng *rand.Rand) Step {
+	if !t.done {
+		t.done = true
+		return t.first
+	}
+	return t.then.Next(now, rng)
+}
+
+// TimerSlack is how late a sleep ends: Linux's default timer slack of a
+// normal thread (timer_slack_ns, 50 µs), by which its hrtimer may fire
+// late to be coalesced with others, and does on a CPU that nothing else
+// wakes. On the runs, the engine's 50 ms sleeps took 50.05 to 50.14 ms.
+// It matters: a workload locked to the period (bursty's 50 ms on, 50 ms
+// off under a 10 ms quota: each burst ends at a refill) drifts against
+// the period by it, every cycle, until a burst misses the refill and
+// takes a period more.
+const TimerSlack = 50 * time.Microsecond
+
+// sleep is a sleep of d from now: the engine's sleep_ns.
+func sleep(now, d time.Duration) Step {
+	if d <= 0 {
+		return Step{Kind: Sleep, Until: now}
+	}
+	return Step{Kind: Sleep, Until: now + d + TimerSlack}
+}
+
+// op is a one-step operation.
+func op(s Step) Step {
+	s.OpStart, s.OpEnd = true, true
+	return s
+}
+
+// burn is one burn of a wall time (a Spin from now) or, when cpu > 0, of
+// CPU time: the engine's burn_for.
+func burn(now, wall, cpu time.Duration) Step {
+	if cpu > 0 {
+		return op(Step{Kind: Burn, CPU: cpu})
+	}
+	return op(Step{Kind: Spin, Until: now + wall})
+}
+
+// periodicThread is one thread of the periodic workload.
+type periodicThread struct {
+	p       trace.PeriodicParams
+	done    int  // burns finished
+	burning bool // the last step given was a burn
+}
+
+func (t *periodicThread) Next(now time.Duration, _ *rand.Rand) Step {
+	if t.burning {
+		t.burning = false
+		t.done++
+		if t.done < t.p.Iterations {
+			return sleep(now, t.p.Sleep)
+		}
+	}
+	if t.done >= t.p.Iterations {
+		return Step{Kind: Exit}
+	}
+	t.burning = true
+	return burn(now, t.p.Burn, t.p.BurnCPU)
+}
+
+// burstyThread is one thread of the bursty workload.
+type burstyThread struct {
+	p       trace.BurstyParams
+	end     time.Duration // the end of --duration
+	jitter  func() time.Duration
+	burning bool
+}
+
+func (t *burstyThread) Next(now time.Duration, _ *rand.Rand) Step {
+	if t.burning {
+		t.burning = false
+		off := t.p.Off + t.jitter()
+		if rest := t.end - now; rest < off {
+			off = max(rest, 0)
+		}
+		return sleep(now, off)
+	}
+	if now >= t.end {
+		return Step{Kind: Exit}
+	}
+	t.burning = true
+	return burn(now, t.p.On, t.p.OnCPU)
+}
+
+// events counts the events of all the threads of a parallel workload
+// against --events.
+type events struct{ limit, started int64 }
+
+// parallelThread is one thread of the parallel workload.
+type parallelThread struct {
+	p      trace.ParallelParams
+	end    time.Duration // the end of --duration
+	event  time.Duration
+	events *events
+}
+
+func (t *parallelThread) Next(now time.Duration, _ *rand.Rand) Step {
+	if e := t.events; e.limit > 0 {
+		if e.started >= e.limit {
+			return Step{Kind: Exit}
+		}
+		e.started++
+	}
+	if now >= t.end {
+		return Step{Kind: Exit}
+	}
+	return op(Step{Kind: Burn, CPU: t.event})
+}

@@ -1,0 +1,219 @@
+package sim
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+// specOf is the spec of a built-in workload run with args.
+func specOf(t *testing.T, name string, args ...string) trace.Spec {
+	t.Helper()
+	w, err := workload.Parse(name, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := w.Params()
+	return trace.Spec{Workload: name, Args: args, Params: &p}
+}
+
+// steps drives a thread as the engine would if every step took no
+// longer than asked (a Burn its CPU time, a Spin and a Sleep to their
+// end), and lists the steps of its program up to the first Exit: after
+// the process's start, which it checks (thread i of the workload).
+func steps(t *testing.T, th []Thread, i int) []Step {
+	t.Helper()
+	b := th[i].Behavior
+	start := Step{Kind: Sleep, Until: StartCPU}
+	if i == 0 {
+		start = Step{Kind: Burn, CPU: StartCPU}
+	}
+	if got := b.Next(0, nil); got != start {
+		t.Errorf("thread %d begins with %+v, want the start %+v", i, got, start)
+	}
+	var out []Step
+	now := StartCPU
+	for len(out) < 10000 {
+		s := b.Next(now, nil)
+		out = append(out, s)
+		switch s.Kind {
+		case Exit:
+			return out
+		case Burn:
+			now += s.CPU
+		case Spin, Sleep:
+			now = max(now, s.Until)
+		}
+	}
+	return out
+}
+
+func threadsOf(t *testing.T, spec trace.Spec, usable []int, event time.Duration) []Thread {
+	t.Helper()
+	th, err := BuiltinThreads(spec, usable, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
+// periodic: a burn (one operation), a sleep (ending the timer slack
+// late), ..., the last burn without a sleep after it; wall-time burns
+// spin to their end, CPU-time burns ask for CPU time.
+func TestPeriodicSteps(t *testing.T) {
+	th := threadsOf(t, specOf(t, "periodic", "--burn", "5ms", "--sleep", "100ms", "--iterations", "3", "--threads", "2"), []int{0, 1, 2, 3}, 0)
+	if len(th) != 2 || th[0].Pin != -1 || th[1].Pin != -1 {
+		t.Fatalf("threads %+v: want 2, free (periodic does not pin)", th)
+	}
+	spin := func(until time.Duration) Step { return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true} }
+	sleep := func(until time.Duration) Step { return Step{Kind: Sleep, Until: until} }
+	const sl, st = TimerSlack, StartCPU
+	want := []Step{spin(st + 5*ms), sleep(st + 105*ms + sl), spin(st + 110*ms + sl), sleep(st + 210*ms + 2*sl), spin(st + 215*ms + 2*sl), {Kind: Exit}}
+	if got := steps(t, th, 1); !reflect.DeepEqual(got, want) {
+		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
+	}
+	th = threadsOf(t, specOf(t, "periodic", "--burn-cpu", "3ms", "--sleep", "10ms", "--iterations", "2"), []int{0}, 0)
+	burn := Step{Kind: Burn, CPU: 3 * ms, OpStart: true, OpEnd: true}
+	want = []Step{burn, sleep(st + 13*ms + sl), burn, {Kind: Exit}}
+	if got := steps(t, th, 0); !reflect.DeepEqual(got, want) {
+		t.Errorf("CPU burns: steps\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// bursty: bursts until --duration, each followed by --off plus the
+// engine's jitter draw (and the timer slack), the last idle time cut at
+// the end.
+func TestBurstySteps(t *testing.T) {
+	spec := specOf(t, "bursty", "--on", "30ms", "--off", "50ms", "--jitter", "20ms", "--duration", "300ms", "--seed", "9")
+	th := threadsOf(t, spec, []int{0, 1}, 0)
+	draw := workload.Jitter(*spec.Params.Bursty, spec.Params.Engine, 0)
+	var want []Step
+	now := StartCPU
+	end := StartCPU + 300*ms // --duration runs from the start
+	for now < end {
+		want = append(want, Step{Kind: Spin, Until: now + 30*ms, OpStart: true, OpEnd: true})
+		now += 30 * ms
+		off := min(50*ms+draw(), max(end-now, 0))
+		if off > 0 {
+			off += TimerSlack
+		}
+		now += off
+		want = append(want, Step{Kind: Sleep, Until: now})
+	}
+	want = append(want, Step{Kind: Exit})
+	got := steps(t, th, 0)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
+	}
+	if len(got) < 6 || got[len(got)-2].Until < end {
+		t.Errorf("the thread exits before --duration: %+v", got)
+	}
+	// One thread on two CPUs: pinned to the last.
+	if th[0].Pin != 1 {
+		t.Errorf("pin %d, want CPU 1", th[0].Pin)
+	}
+}
+
+// parallel: events of the given CPU time until --duration has passed
+// when one would start, or --events are done in all threads together.
+func TestParallelSteps(t *testing.T) {
+	th := threadsOf(t, specOf(t, "parallel", "--threads", "1", "--duration", "1ms"), []int{0}, 300*time.Microsecond)
+	ev := Step{Kind: Burn, CPU: 300 * time.Microsecond, OpStart: true, OpEnd: true}
+	if got, want := steps(t, th, 0), []Step{ev, ev, ev, ev, {Kind: Exit}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("steps %+v, want %+v", got, want)
+	}
+	th = threadsOf(t, specOf(t, "parallel", "--threads", "3", "--duration", "1h", "--events", "5"), []int{0, 1}, 300*time.Microsecond)
+	n := 0
+	for i := 0; i < 3; i++ {
+		th[i].Behavior.Next(0, nil) // the start
+	}
+	for i := 0; i < 10; i++ {
+		if th[i%3].Behavior.Next(StartCPU, nil).Kind == Burn {
+			n++
+		}
+	}
+	if n != 5 {
+		t.Errorf("%d events started by 3 threads, want --events 5", n)
+	}
+	if _, err := BuiltinThreads(specOf(t, "parallel"), []int{0}, 0); err == nil {
+		t.Error("parallel without the event's CPU time makes threads")
+	}
+}
+
+// Pinning follows the workloads' rule: with fewer threads than usable
+// CPUs, the last ones, a thread on each; else free; --pin=false: free.
+func TestBuiltinThreadsPin(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		usable []int
+		want   []int
+	}{
+		{[]string{"--threads", "2"}, []int{0, 1, 2, 3}, []int{2, 3}},
+		{[]string{"--threads", "2"}, []int{1, 5, 6}, []int{5, 6}},
+		{[]string{"--threads", "2"}, []int{0, 1}, []int{-1, -1}},
+		{[]string{"--threads", "4"}, []int{0, 1}, []int{-1, -1, -1, -1}},
+		{[]string{"--threads", "1", "--pin=false"}, []int{0, 1}, []int{-1}},
+	} {
+		th := threadsOf(t, specOf(t, "parallel", c.args...), c.usable, ms)
+		var got []int
+		for _, x := range th {
+			got = append(got, x.Pin)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%v on CPUs %v: pins %v, want %v", c.args, c.usable, got, c.want)
+		}
+	}
+}
+
+// Prepare refuses what cannot be simulated, naming it, before running
+// anything.
+func TestPrepareErrors(t *testing.T) {
+	ok := Setup{Workload: "periodic", Era: Era5_14, CPUs: 2, Limits: cgroup.Limits{Period: 100 * ms}}
+	for _, c := range []struct {
+		name string
+		edit func(*Setup)
+		want string
+	}{
+		{"unknown era", func(s *Setup) { s.Era = "2.6" }, "2.6"},
+		{"no CPUs", func(s *Setup) { s.CPUs = 0 }, "CPUs, not 0"},
+		{"burst before 5.14", func(s *Setup) {
+			s.Era, s.Limits.Quota, s.Limits.Burst = Era4_18, 20*ms, 10*ms
+		}, "kernel era 4.18 does not have"},
+		{"cpuset beyond the host", func(s *Setup) { s.Limits.Cpuset = "1-2" }, "CPU 2, but the simulated host has CPUs 0 to 1"},
+		{"cpuset malformed", func(s *Setup) { s.Limits.Cpuset = "x" }, "like 0-1"},
+		{"limits", func(s *Setup) { s.Limits.Period = 0 }, "minimum of 1ms"},
+		{"no workload", func(s *Setup) { s.Workload = "" }, "no workload"},
+		{"unknown workload", func(s *Setup) { s.Workload = "nosuch" }, `unknown workload "nosuch": use one of`},
+		{"workload flags", func(s *Setup) { s.Args = []string{"--burn", "x"} }, "--burn"},
+		{"negative event", func(s *Setup) { s.EventCPU = -1 }, "positive"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := ok
+			c.edit(&s)
+			p, err := Prepare(s)
+			var ue *UserError
+			if p != nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Prepare: %v, %v; want a *UserError containing %q", p, err, c.want)
+			}
+		})
+	}
+	if _, err := Prepare(ok); err != nil {
+		t.Errorf("Prepare(%+v): %v", ok, err)
+	}
+	s := ok
+	s.Limits.Quota, s.Limits.Burst = 20*ms, 10*ms
+	if _, err := Prepare(s); err != nil {
+		t.Errorf("burst on era 5.14: %v", err)
+	}
+	s.Workload, s.Args = "periodic", []string{"--help"}
+	var he *workload.HelpError
+	if _, err := Prepare(s); !errors.As(err, &he) {
+		t.Errorf("--help: %v, want the workload's usage", err)
+	}
+}

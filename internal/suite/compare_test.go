@@ -1,0 +1,84 @@
+package suite
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+func summaryTrace(name string, throttled, cpu float64, p99, p999 int64) *trace.Trace {
+	t := &trace.Trace{Scenario: &trace.Scenario{Name: name}}
+	t.Summary.ThrottledRatio, t.Summary.CPURatio = throttled, cpu
+	if p99 > 0 {
+		t.Summary.LatencyNs = &trace.Percentiles{P99: p99, P999: p999}
+	}
+	return t
+}
+
+// Agree's bounds: 5 points of throttled ratio, 5 % of CPU used, and 20 %
+// or 2 ms of p99 and p99.9, whichever is larger; on each side.
+func TestAgree(t *testing.T) {
+	const ms = int64(1e6)
+	m := summaryTrace("x", 0.50, 0.40, 100*ms, 5*ms)
+	for _, c := range []struct {
+		name string
+		sim  *trace.Trace
+		ok   []bool // throttled, CPU used, p99, p99.9
+	}{
+		{"same", summaryTrace("x", 0.50, 0.40, 100*ms, 5*ms), []bool{true, true, true, true}},
+		{"at the bounds", summaryTrace("x", 0.55, 0.42, 120*ms, 7*ms), []bool{true, true, true, true}},
+		{"at the bounds below", summaryTrace("x", 0.45, 0.38, 80*ms, 3*ms), []bool{true, true, true, true}},
+		{"beyond", summaryTrace("x", 0.56, 0.421, 121*ms, 7*ms+1), []bool{false, false, false, false}},
+		{"beyond below", summaryTrace("x", 0.44, 0.379, 79*ms, 3*ms-1), []bool{false, false, false, false}},
+		{"no latency", summaryTrace("x", 0.5, 0.4, 0, 0), []bool{true, true, false, false}},
+	} {
+		figs := Agree(m, c.sim)
+		for i, f := range figs {
+			if f.OK != c.ok[i] {
+				t.Errorf("%s: %s %v / %v (bound %v): ok %v, want %v", c.name, f.Name, f.Measured, f.Simulated, f.Bound, f.OK, c.ok[i])
+			}
+		}
+		want := true
+		for _, ok := range c.ok {
+			want = want && ok
+		}
+		if Agrees(figs) != want {
+			t.Errorf("%s: Agrees %v, want %v", c.name, !want, want)
+		}
+	}
+}
+
+// The side-by-side table: a row per scenario, the figures as measured /
+// simulated (difference), a mark on those outside, and the count.
+func TestWriteComparison(t *testing.T) {
+	const ms = int64(1e6)
+	r := &Result{
+		Traces:    []*trace.Trace{summaryTrace("a", 0.5, 0.4, 100*ms, 5*ms), summaryTrace("b", 0, 0.5, 50*ms, 51*ms)},
+		Simulated: []*trace.Trace{summaryTrace("a", 0.52, 0.4, 101*ms, 5*ms), summaryTrace("b", 0.2, 0.5, 50*ms, 51*ms)},
+	}
+	r.Simulated[0].Host = trace.Host{Kernel: "6.18", CPUs: 2}
+	var b bytes.Buffer
+	if err := r.WriteComparison(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Logf("\n%s", out)
+	for _, want := range []string{
+		"(kernel era 6.18, 2 CPUs)",
+		"50.0% / 52.0% (+2.0 pt)",
+		"40.0% / 40.0% (+0.0%)",
+		"100ms / 101ms (+1ms)",
+		"0.0% / 20.0% (+20.0 pt) !",
+		"1 of 2 scenarios agree",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.HasSuffix(strings.TrimSpace(lines[2]), "yes") || !strings.HasSuffix(strings.TrimSpace(lines[3]), "no") {
+		t.Errorf("agree column:\n%s", out)
+	}
+}

@@ -1,0 +1,34 @@
+package trace
+
+// Replay says how a simulated run's demand was taken from another trace
+// (cfsprobe simulate replay): which trace, and how its per-period usage
+// was turned back into demand (docs/simulate.md, "Replay").
+type Replay struct {
+	// Source names the trace replayed (the file, as given).
+	Source string `json:"source"`
+	// Workload is the source's spec.workload; Limits the limits it ran
+	// under; Periods the number of its periods; UsageNs the CPU time
+	// they hold.
+	Workload string `json:"workload"`
+	Limits   Limits `json:"limits"`
+	Periods  int    `json:"periods"`
+	UsageNs  int64  `json:"usage_ns"`
+	// Demand is how the work the group could not do while it stood
+	// still was reconstructed: "closed", "open" or "timed"; DemandFrom
+	// says who chose it: "params" (the built-in workload's flags),
+	// "default" (a trace without them) or "given".
+	Demand     string `json:"demand"`
+	DemandFrom string `json:"demand_from"`
+	// Parallelism is the number of CPUs the group's work ran on at once
+	// when it had work, before Scale; ParallelismFrom says where it was
+	// read: "params" (the built-in workload's threads), "stopped_cpus"
+	// (the CPUs stopped in its throttled periods), "running_cpus" (its
+	// busiest period) or "given".
+	Parallelism     int    `json:"parallelism"`
+	ParallelismFrom string `json:"parallelism_from"`
+	// Scale multiplies the demand (and the parallelism it runs at).
+	Scale float64 `json:"scale"`
+	// DemandNs is the CPU time the replay asks for, scaled: at least
+	// UsageNs × Scale, more where throttling hid demand.
+	DemandNs int64 `json:"demand_ns"`
+}
