@@ -20,8 +20,7 @@ type checkFlags struct {
 	report     string
 	fromTraces bool
 	parent     string
-	procRoot   string
-	fsRoot     string
+	roots      hostRoots
 }
 
 func newCheckCmd() *cobra.Command {
@@ -55,8 +54,7 @@ Exit status: 0 not affected, 1 affected, 3 inconclusive, 2 error.`,
 	fl.StringVar(&f.report, "report", "", "write a report of the runs: FILE.html (charts), .md, .json or .txt")
 	fl.BoolVar(&f.fromTraces, "from-traces", false, "judge the saved traces (files or directories) given as arguments; run nothing")
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "group under which the runs' groups are created")
-	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted")
-	fl.StringVar(&f.fsRoot, "fs-root", "/", "root under which the cgroup mount points of mountinfo are found")
+	f.roots.addFlags(fl)
 	return c
 }
 
@@ -91,7 +89,7 @@ func runCheck(c *cobra.Command, f *checkFlags, args []string) error {
 	if err := checkReportPath(f.report); err != nil {
 		return err
 	}
-	chk, err := check.Prepare(check.Config{ProcRoot: f.procRoot, FSRoot: f.fsRoot, Parent: f.parent, Stderr: os.Stderr})
+	chk, err := check.Prepare(check.Config{FS: f.roots.FS(), Parent: f.parent, Stderr: os.Stderr})
 	if err != nil {
 		return checkErr(err)
 	}

@@ -164,7 +164,7 @@ func TestCheckErrors(t *testing.T) {
 		{"--from-traces with --out", []string{"check", "--from-traces", "--out", dir, filepath.Join(checkFixtures, "seed000")}, []string{"--out", "drop --out"}},
 		{"--out is a file", []string{"check", "--parent", testParent, "--out", file}, []string{file, "give a directory"}},
 		{"unknown flag", []string{"check", "--nosuch"}, []string{"--nosuch", "cfsprobe check --help"}},
-		{"no cpu controller", []string{"check", "--parent", testParent, "--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", filepath.Join(noCPU, "fs")}, []string{"cpu controller", "enable +cpu"}},
+		{"no cpu controller", []string{"check", "--parent", testParent, "--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", noCPU}, []string{"cpu controller", "enable +cpu"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := cgroupDirs(t)

@@ -12,7 +12,8 @@ import (
 
 func newCleanupCmd() *cobra.Command {
 	var dryRun, asJSON bool
-	var parent, procRoot, fsRoot string
+	var parent string
+	var roots hostRoots
 	c := &cobra.Command{
 		Use:   "cleanup",
 		Short: "remove cgroups (and kill their tasks) that killed cfsprobe runs left behind",
@@ -31,7 +32,7 @@ kills the tasks of the others and removes them. Nothing else is touched.`,
 			if err := checkParent(parent); err != nil {
 				return err
 			}
-			l, err := cgroup.Detect(procRoot, fsRoot)
+			l, err := cgroup.Detect(roots.FS())
 			if err != nil {
 				if errors.Is(err, cgroup.ErrNoCPUController) {
 					return usageErr("%w: cfsprobe cannot have made groups here; check --proc-root and --fs-root, or mount a v1 cpu hierarchy or enable +cpu in the v2 root's cgroup.subtree_control", err)
@@ -39,7 +40,7 @@ kills the tasks of the others and removes them. Nothing else is touched.`,
 				return err
 			}
 			m := cgroup.NewManager(l, parent)
-			left, err := m.Leftovers(procRoot)
+			left, err := m.Leftovers(roots.FS())
 			if err != nil {
 				return err
 			}
@@ -95,7 +96,6 @@ kills the tasks of the others and removes them. Nothing else is touched.`,
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "only list what would be removed")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringVar(&parent, "parent", cgroup.DefaultParent, "the parent group runs were created under")
-	c.Flags().StringVar(&procRoot, "proc-root", "/proc", "where proc is mounted")
-	c.Flags().StringVar(&fsRoot, "fs-root", "/", "root under which the cgroup mount points are found")
+	roots.addFlags(c.Flags())
 	return c
 }

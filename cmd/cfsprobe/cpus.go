@@ -11,11 +11,10 @@ import (
 )
 
 type cpusFlags struct {
-	pid      string
-	group    string
-	json     bool
-	procRoot string
-	fsRoot   string
+	pid   string
+	group string
+	json  bool
+	roots hostRoots
 }
 
 func newCpusCmd() *cobra.Command {
@@ -62,8 +61,7 @@ never an error. cfsprobe exec gives a program this view (cfsprobe exec --help).`
 	fl.StringVar(&f.pid, "pid", "", "the process to look at (default: this one)")
 	fl.StringVar(&f.group, "cgroup", "", "a group instead of a process: its path as in /proc/PID/cgroup, or its directory")
 	fl.BoolVar(&f.json, "json", false, "print the view as JSON (docs/cpuview.md)")
-	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted")
-	fl.StringVar(&f.fsRoot, "fs-root", "/", "root under which the cgroup mount points of mountinfo (and /sys) are found")
+	f.roots.addFlags(fl)
 	return c
 }
 
@@ -74,13 +72,13 @@ func runCpus(c *cobra.Command, f *cpusFlags) error {
 	var v *cpuview.View
 	var err error
 	if f.group != "" {
-		v, err = cpuview.ResolveCgroup(f.procRoot, f.fsRoot, f.group)
+		v, err = cpuview.ResolveCgroup(f.roots.FS(), f.group)
 	} else {
 		pid := f.pid
 		if pid == "" {
 			pid = "self"
 		}
-		v, err = cpuview.Resolve(f.procRoot, f.fsRoot, pid)
+		v, err = cpuview.Resolve(f.roots.FS(), pid)
 	}
 	var ie *cpuview.InputError
 	if errors.As(err, &ie) {

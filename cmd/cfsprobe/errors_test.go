@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // errCase is one bad invocation.
@@ -148,7 +149,7 @@ func TestErrors(t *testing.T) {
 			want: []string{"--proc-root is empty"}},
 
 		// The host.
-		{name: "no cpu controller", args: runArgs("--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", filepath.Join(noCPU, "fs"), "periodic"),
+		{name: "no cpu controller", args: runArgs("--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", noCPU, "periodic"),
 			want: []string{"cpu controller", "mount a v1 cpu hierarchy", "enable +cpu"}},
 		{name: "fs root missing", args: runArgs("--fs-root", "/no/such/root", "periodic"), host: true,
 			want: []string{"/no/such/root/", "does not exist", "check --fs-root"}},
@@ -216,7 +217,7 @@ func TestErrors(t *testing.T) {
 			want: []string{"--nosuch", "cfsprobe cleanup --help"}},
 		{name: "cleanup argument", args: []string{"cleanup", "--parent", testParent, "extra"},
 			want: []string{`"extra"`, "--parent"}},
-		{name: "cleanup without cpu controller", args: []string{"cleanup", "--parent", testParent, "--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", filepath.Join(noCPU, "fs")},
+		{name: "cleanup without cpu controller", args: []string{"cleanup", "--parent", testParent, "--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", noCPU},
 			want: []string{"cpu controller", "--fs-root", "enable +cpu"}},
 		{name: "cleanup parent outside the hierarchy", args: []string{"cleanup", "--parent", "cfsprobe/../.."},
 			want: []string{`--parent "cfsprobe/../.."`, "below the hierarchy's root"}},
@@ -288,7 +289,7 @@ func TestErrors(t *testing.T) {
 // does not refuse a child more than its ancestors (cgroup v2).
 func makeLimitedParent(t *testing.T) {
 	t.Helper()
-	l, err := cgroup.Detect("/proc", "/")
+	l, err := cgroup.Detect(hostfs.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +362,7 @@ func checkUserError(t *testing.T, r result, want ...string) {
 // whatever the detected layout names (cgroup v2 in the qemu guest).
 func hierarchyRoots() []string {
 	roots := []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpuset"}
-	if l, err := cgroup.Detect("/proc", "/"); err == nil {
+	if l, err := cgroup.Detect(hostfs.Default()); err == nil {
 		for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct, l.CPUSet, l.Unified} {
 			if h != nil && !slices.Contains(roots, h.Dir) {
 				roots = append(roots, h.Dir)

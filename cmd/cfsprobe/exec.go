@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cfsprobe/cfsprobe/internal/cpuview"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 type execFlags struct {
@@ -20,8 +21,7 @@ type execFlags struct {
 	round    string
 	printEnv bool
 	debug    bool
-	procRoot string
-	fsRoot   string
+	roots    hostRoots
 }
 
 func newExecCmd() *cobra.Command {
@@ -81,15 +81,14 @@ Not covered, and what to do:
 	fl.StringVar(&f.round, "round", string(cpuview.Floor), "how auto rounds a fractional quota: ceil, floor or nearest")
 	fl.BoolVar(&f.printEnv, "print-env", false, "print the variables that would be set (K=V; those you set are shown as kept) and run nothing")
 	fl.BoolVar(&f.debug, "debug", false, "have the library say on stderr what it answers (CFSPROBE_CPUS_DEBUG=1)")
-	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted")
-	fl.StringVar(&f.fsRoot, "fs-root", "/", "root under which the cgroup mount points of mountinfo (and /sys) are found")
+	f.roots.addFlags(fl)
 	_ = fl.MarkHidden("proc-root")
 	_ = fl.MarkHidden("fs-root")
 	return c
 }
 
 func runExec(c *cobra.Command, f *execFlags, args []string) error {
-	opts, err := viewOptions("--cpus", f.cpus, "--round", f.round, f.procRoot, f.fsRoot)
+	opts, err := viewOptions("--cpus", f.cpus, "--round", f.round, f.roots.FS())
 	if err != nil {
 		return err
 	}
@@ -130,7 +129,7 @@ func runExec(c *cobra.Command, f *execFlags, args []string) error {
 // viewOptions reads a view (N or auto) and its rounding, given to the
 // flags cpusFlag and roundFlag, into what cfsprobe exec and run --view
 // give cpuview.PrepareExec.
-func viewOptions(cpusFlag, cpus, roundFlag, round, procRoot, fsRoot string) (cpuview.ExecOptions, error) {
+func viewOptions(cpusFlag, cpus, roundFlag, round string, fs hostfs.FS) (cpuview.ExecOptions, error) {
 	n := 0 // auto
 	if cpus != "auto" {
 		var err error
@@ -143,7 +142,7 @@ func viewOptions(cpusFlag, cpus, roundFlag, round, procRoot, fsRoot string) (cpu
 		return cpuview.ExecOptions{}, usageErr("%s: %v", roundFlag, err)
 	}
 	return cpuview.ExecOptions{
-		CPUs: n, Round: r, ProcRoot: procRoot, FSRoot: fsRoot, Environ: os.Environ(),
+		CPUs: n, Round: r, FS: fs, Environ: os.Environ(),
 		Library: cpuview.Library(), CacheDirs: cpuview.CacheDirs(os.Getenv),
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cfsprobe/cfsprobe/internal/exporter"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 )
 
@@ -35,7 +36,7 @@ of its quota the group used in each enforcement period, how long its tasks
 stood still when throttled, and how often it was throttled while using less
 than half its quota. docs/metrics.md lists the metrics.
 
-Endpoints: /metrics (Prometheus text, OpenMetrics when asked), /healthz (the
+Endpoints: /metrics (Prometheus text; OpenMetrics to a client that takes no text), /healthz (the
 process serves), /readyz (the last walk of --cgroup-root succeeded).
 Logs go to stderr; SIGINT or SIGTERM stops it cleanly.`,
 		Example: `  cfsprobe exporter
@@ -51,7 +52,7 @@ Logs go to stderr; SIGINT or SIGTERM stops it cleanly.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.listen, "listen", exporter.DefaultListen, "address of the HTTP server")
-	fl.StringVar(&f.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
+	fl.StringVar(&f.cgroupRoot, "cgroup-root", hostfs.Default().CgroupDir(), "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
 	fl.DurationVar(&f.scanInterval, "scan-interval", exporter.DefaultScanInterval, "how often the tree is walked to find new and removed groups and read their limits")
 	fl.IntVar(&f.samplerMaxGroups, "sampler-max-groups", exporter.DefaultSamplerMaxGroups, "most groups the per-period sampler follows (0: no sampler)")
 	fl.BoolVar(&f.all, "all", false, "report cgroups without a CPU limit too (counters and info only)")
@@ -79,7 +80,7 @@ func runExporter(f *exporterFlags) error {
 		All:              f.all,
 		ScanInterval:     f.scanInterval,
 		SamplerMaxGroups: f.samplerMaxGroups,
-		Host:             exporter.ReadHost("/proc", "/sys"),
+		Host:             root.HostFacts(hostfs.Default()),
 		Version:          lab.Version,
 		Logger:           log,
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 )
@@ -41,6 +42,19 @@ func interrupted(sig os.Signal, undone string) error {
 	}
 	return &exitError{code, nil}
 }
+
+// hostRoots are --proc-root and --fs-root of the commands that read the
+// machine's mount table: where proc is mounted, and the root under which
+// the table's mount points (and /sys) are found.
+type hostRoots struct{ proc, fs string }
+
+func (h *hostRoots) addFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&h.proc, "proc-root", hostfs.Default().Proc(), "where proc is mounted")
+	fl.StringVar(&h.fs, "fs-root", hostfs.Default().Path("/"), "root under which the cgroup mount points of mountinfo (and /sys) are found")
+}
+
+// FS is the machine the flags locate.
+func (h *hostRoots) FS() hostfs.FS { return hostfs.New(h.fs).WithProc(h.proc) }
 
 // openCgroupRoot opens the --cgroup-root of top and exporter.
 func openCgroupRoot(dir string) (*monitor.Root, error) {

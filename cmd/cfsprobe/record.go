@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 )
@@ -58,8 +59,8 @@ reported as a failed check. Nothing is written to the group.`,
 	fl.IntVar(&f.pid, "pid", 0, "record the group of this process")
 	fl.StringVar(&f.container, "container", "", "record the group of this container ID (or a unique prefix of it)")
 	fl.StringVar(&f.pod, "pod", "", "record the group of this Kubernetes pod UID")
-	fl.StringVar(&f.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
-	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted (for --pid)")
+	fl.StringVar(&f.cgroupRoot, "cgroup-root", hostfs.Default().CgroupDir(), "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
+	fl.StringVar(&f.procRoot, "proc-root", hostfs.Default().Proc(), "where proc is mounted (for --pid)")
 	fl.BoolVar(&f.json, "json", false, "print the trace as JSON on stdout")
 	fl.StringVarP(&f.out, "out", "o", "", "save the trace to this file")
 	fl.StringVar(&f.report, "report", "", "write a report of the recording: FILE.html (charts), .md, .json or .txt")
@@ -124,7 +125,7 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	g, err := root.Find(sel, f.procRoot)
+	g, err := root.Find(sel, hostfs.Default().WithProc(f.procRoot))
 	if err != nil {
 		if errors.Is(err, monitor.ErrNoGroup) {
 			return &exitError{2, err}
@@ -133,7 +134,7 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	}
 	rec, err := lab.PrepareRecord(lab.RecordConfig{
 		Group: g, Duration: f.duration, SampleInterval: f.sampleInterval, Args: given,
-		Host: root.HostFacts(f.procRoot, "/sys"),
+		Host: root.HostFacts(hostfs.Default().WithProc(f.procRoot)),
 	})
 	if err != nil {
 		return sampleIntervalErr(err)

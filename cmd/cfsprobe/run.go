@@ -25,8 +25,7 @@ type runFlags struct {
 	limitFlags
 	outputFlags
 	parent         string
-	procRoot       string
-	fsRoot         string
+	roots          hostRoots
 	sampleInterval time.Duration
 	view           string
 	viewRound      string
@@ -115,8 +114,7 @@ trace's spec records it.`,
 	f.limitFlags.add(fl)
 	f.outputFlags.add(fl, "print the trace as JSON on stdout (workload output goes to stderr)")
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "group under which the run's group is created")
-	fl.StringVar(&f.procRoot, "proc-root", "/proc", "where proc is mounted")
-	fl.StringVar(&f.fsRoot, "fs-root", "/", "root under which the cgroup mount points of mountinfo are found")
+	f.roots.addFlags(fl)
 	fl.StringVar(&f.view, "view", "", "give the workload a view of N CPUs, or auto: the run's quota rounded by --view-round (as cfsprobe exec does; see its --help)")
 	fl.StringVar(&f.viewRound, "view-round", string(cpuview.Floor), "how --view auto rounds a fractional quota: ceil, floor or nearest")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", 0, "how often to read the counters (default period/10, at most 10ms)")
@@ -173,7 +171,7 @@ func runRun(c *cobra.Command, f *runFlags, args []string) error {
 		return err
 	}
 	cfg := lab.Config{
-		Limits: lim, Parent: f.parent, ProcRoot: f.procRoot, FSRoot: f.fsRoot,
+		Limits: lim, Parent: f.parent, FS: f.roots.FS(),
 		Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, SampleInterval: f.sampleInterval,
 	}
 	if f.json {
@@ -278,7 +276,7 @@ func (f *runFlags) applyView(c *cobra.Command, cfg *lab.Config) error {
 		}
 		return nil
 	}
-	opts, err := viewOptions("--view", f.view, "--view-round", f.viewRound, f.procRoot, f.fsRoot)
+	opts, err := viewOptions("--view", f.view, "--view-round", f.viewRound, f.roots.FS())
 	if err != nil {
 		return err
 	}

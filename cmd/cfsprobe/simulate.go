@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
@@ -135,7 +136,7 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	cpus := f.hostCPUs
 	switch {
 	case !c.Flags().Changed("host-cpus"):
-		cpus = cgroup.OnlineCPUs("/sys")
+		cpus = cgroup.OnlineCPUs(hostfs.Default())
 	case cpus < 1 || cpus > sim.MaxCPUs:
 		return "", 0, usageErr("--host-cpus %d: give the simulated host's CPUs, 1 to %d", cpus, sim.MaxCPUs)
 	}
@@ -149,7 +150,7 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 		}
 		return era, cpus, nil
 	}
-	release := cgroup.KernelRelease("/proc")
+	release := cgroup.KernelRelease(hostfs.Default())
 	era, err := sim.EraOfRelease(release)
 	if err != nil {
 		return "", 0, usageErr("this host's kernel (%q) has no era to model (%v): give --kernel ERA", release, err)

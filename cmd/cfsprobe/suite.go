@@ -8,6 +8,7 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/check"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/suite"
 )
@@ -87,7 +88,7 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 					return &exitError{2, err}
 				}
 			}
-			env := suite.Env{CPUs: cgroup.OnlineCPUs("/sys"), Quick: quick}
+			env := suite.Env{CPUs: cgroup.OnlineCPUs(hostfs.Default()), Quick: quick}
 			if flag := sf.changed(c); flag != "" && !simulate && !compare {
 				return usageErr("--%s sets the model of --simulate: add --simulate", flag)
 			}

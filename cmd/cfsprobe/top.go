@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/top"
 )
 
@@ -74,7 +75,7 @@ whose usage cannot be read has usage_cpus and usage_ns null and usage_unknown
 	fl.DurationVar(&f.interval, "interval", time.Second, "time between readings (the figures are over this interval)")
 	fl.StringVar(&f.sort, "sort", string(top.SortThrottled), "order of the rows: "+sortKeyNames())
 	fl.BoolVar(&f.all, "all", false, "show every cgroup, not only those with a CPU limit")
-	fl.StringVar(&f.cgroupRoot, "cgroup-root", "/sys/fs/cgroup", "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
+	fl.StringVar(&f.cgroupRoot, "cgroup-root", hostfs.Default().CgroupDir(), "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
 	fl.BoolVar(&f.once, "once", false, "read twice, --interval apart, print the table and exit")
 	fl.BoolVar(&f.json, "json", false, "with --once: print the rows as JSON")
 	return c
@@ -103,7 +104,7 @@ func runTop(c *cobra.Command, f *topFlags) error {
 	if err != nil {
 		return err
 	}
-	host := root.HostFacts("/proc", "/sys")
+	host := root.HostFacts(hostfs.Default())
 	src := top.NewTreeSource(root, f.all, host.CPUs)
 	opts := top.Options{Interval: f.interval, Sort: key, All: f.all, Host: host, Highlight: true}
 

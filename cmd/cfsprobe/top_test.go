@@ -31,7 +31,7 @@ import (
 var topParent = fmt.Sprintf("cfsprobe-top-%d", os.Getpid())
 
 func TestTopErrors(t *testing.T) {
-	noCPU, err := filepath.Abs("testdata/no-cpu/fs/sys/fs/cgroup")
+	noCPU, err := filepath.Abs("testdata/no-cpu/sys/fs/cgroup")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // Leftover is a group directory that a cfsprobe process made and did not
@@ -24,7 +26,8 @@ var groupNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*-(\d+)-[0-9a-f]{8}$`)
 
 // Leftovers lists cfsprobe's groups under the parent in every hierarchy of
 // the layout. Only names made by GroupName count: nothing else is touched.
-func (m *Manager) Leftovers(procRoot string) ([]Leftover, error) {
+// Whether a group's owner still runs is read from fs's proc.
+func (m *Manager) Leftovers(fs hostfs.FS) ([]Leftover, error) {
 	var out []Leftover
 	seen := map[string]bool{}
 	for _, h := range []*Hierarchy{m.Layout.CPU, m.Layout.CPUAcct, m.Layout.CPUSet, m.Layout.Unified} {
@@ -47,7 +50,7 @@ func (m *Manager) Leftovers(procRoot string) ([]Leftover, error) {
 			}
 			pid, _ := strconv.Atoi(sm[1])
 			dir := filepath.Join(pdir, e.Name())
-			out = append(out, Leftover{Dir: dir, Name: e.Name(), OwnerPID: pid, Alive: ownerAlive(procRoot, pid, dir)})
+			out = append(out, Leftover{Dir: dir, Name: e.Name(), OwnerPID: pid, Alive: ownerAlive(fs, pid, dir)})
 		}
 	}
 	return out, nil
@@ -55,11 +58,11 @@ func (m *Manager) Leftovers(procRoot string) ([]Leftover, error) {
 
 // ownerAlive reports whether pid runs and started before the group was
 // made (so a recycled PID does not keep a leftover alive).
-func ownerAlive(procRoot string, pid int, dir string) bool {
+func ownerAlive(fs hostfs.FS, pid int, dir string) bool {
 	if pid == os.Getpid() {
 		return true
 	}
-	start, ok := processStart(procRoot, pid)
+	start, ok := processStart(fs, pid)
 	if !ok {
 		return false
 	}
@@ -73,8 +76,8 @@ func ownerAlive(procRoot string, pid int, dir string) bool {
 
 // processStart computes when a process started from /proc/<pid>/stat
 // (field 22, clock ticks since boot) and /proc/stat's btime.
-func processStart(procRoot string, pid int) (time.Time, bool) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+func processStart(fs hostfs.FS, pid int) (time.Time, bool) {
+	b, err := os.ReadFile(fs.Proc(strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -92,7 +95,7 @@ func processStart(procRoot string, pid int) (time.Time, bool) {
 	if err != nil {
 		return time.Time{}, false
 	}
-	st, err := os.ReadFile(filepath.Join(procRoot, "stat"))
+	st, err := os.ReadFile(fs.Proc("stat"))
 	if err != nil {
 		return time.Time{}, false
 	}

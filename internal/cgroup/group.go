@@ -238,24 +238,9 @@ func (m *Manager) availableCPUsFile() string {
 	return filepath.Join(h.Dir, "cpuset.cpus")
 }
 
-// BurstSupported reports whether the kernel exposes CPU burst.
+// BurstSupported reports whether the running kernel exposes CPU burst.
 func (m *Manager) BurstSupported() bool {
-	d := m.Layout.CPU.Dir
-	if m.Layout.CPU.Version == 1 {
-		return fileExists(filepath.Join(d, "cpu.cfs_burst_us"))
-	}
-	// The root of v2 has no cpu.max*; look at any child with the controller.
-	if fileExists(filepath.Join(d, "cpu.max.burst")) {
-		return true
-	}
-	entries, _ := os.ReadDir(d)
-	for _, e := range entries {
-		if e.IsDir() && fileExists(filepath.Join(d, e.Name(), "cpu.max")) {
-			return fileExists(filepath.Join(d, e.Name(), "cpu.max.burst"))
-		}
-	}
-	// No child to look at: the feature landed with cpu.max.burst in 5.14.
-	return kernelAtLeast(5, 14)
+	return BurstSupported(m.Layout.CPU, runningRelease())
 }
 
 // Create makes the group `name` with the given limits. Inputs are checked
@@ -477,14 +462,13 @@ func fileExists(p string) bool {
 
 func durUs(d time.Duration) string { return strconv.FormatInt(int64(d/time.Microsecond), 10) }
 
-// kernelAtLeast compares the running kernel's release with major.minor.
-func kernelAtLeast(major, minor int) bool {
+// runningRelease is the running kernel's release ("" when unknown).
+func runningRelease() string {
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {
-		return false
+		return ""
 	}
-	ma, mi, ok := ParseKernelRelease(unix.ByteSliceToString(u.Release[:]))
-	return ok && (ma > major || (ma == major && mi >= minor))
+	return unix.ByteSliceToString(u.Release[:])
 }
 
 // ParseKernelRelease extracts major and minor from a release such as "6.18.44-fc".

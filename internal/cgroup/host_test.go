@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 func TestHostFacts(t *testing.T) {
@@ -18,28 +20,65 @@ func TestHostFacts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sys, proc := filepath.Join(root, "sys"), filepath.Join(root, "proc")
-	if n := OnlineCPUs(sys); n != runtime.NumCPU() {
+	fs := hostfs.New(root)
+	if n := OnlineCPUs(fs); n != runtime.NumCPU() {
 		t.Errorf("no online file: %d, want runtime.NumCPU() %d", n, runtime.NumCPU())
 	}
-	if KernelRelease(proc) != "" || SliceUs(proc) != 0 {
+	if KernelRelease(fs) != "" || SliceUs(fs) != 0 {
 		t.Error("missing files: want empty values")
 	}
 	write("sys/devices/system/cpu/online", "0-3,8-11\n")
 	write("proc/sys/kernel/osrelease", "6.1.0-56-amd64\n")
 	write("proc/sys/kernel/sched_cfs_bandwidth_slice_us", "5000\n")
-	if n := OnlineCPUs(sys); n != 8 {
+	if n := OnlineCPUs(fs); n != 8 {
 		t.Errorf("online 0-3,8-11: %d CPUs, want 8", n)
 	}
-	if k := KernelRelease(proc); k != "6.1.0-56-amd64" {
+	if k := KernelRelease(fs); k != "6.1.0-56-amd64" {
 		t.Errorf("release %q", k)
 	}
-	if s := SliceUs(proc); s != 5000 {
+	if s := SliceUs(fs); s != 5000 {
 		t.Errorf("slice %d", s)
 	}
 	write("proc/sys/kernel/sched_cfs_bandwidth_slice_us", "x\n")
 	write("sys/devices/system/cpu/online", "garbage")
-	if SliceUs(proc) != 0 || OnlineCPUs(sys) != runtime.NumCPU() {
+	if SliceUs(fs) != 0 || OnlineCPUs(fs) != runtime.NumCPU() {
 		t.Error("unparsable files: want the fallbacks")
+	}
+}
+
+func TestBurstSupported(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version int
+		files   []string // under the hierarchy's root
+		release string
+		want    bool
+	}{
+		{"v1 with cpu.cfs_burst_us", 1, []string{"cpu.cfs_burst_us"}, "4.19.0", true},
+		{"v1 without", 1, []string{"cpu.cfs_quota_us"}, "6.1.0", false},
+		{"v2 group with cpu.max.burst", 2, []string{"cgroup.controllers", "system.slice/cpu.max", "system.slice/cpu.max.burst"}, "", true},
+		{"v2 group without cpu.max.burst", 2, []string{"cgroup.controllers", "system.slice/cpu.max"}, "6.1.0", false},
+		{"v2 no group, new kernel", 2, []string{"cgroup.controllers"}, "5.14.0-1", true},
+		{"v2 no group, old kernel", 2, []string{"cgroup.controllers"}, "5.13.19", false},
+		{"v2 no group, unknown kernel", 2, []string{"cgroup.controllers"}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range tc.files {
+				p := filepath.Join(dir, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("0\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := BurstSupported(&Hierarchy{Version: tc.version, Dir: dir}, tc.release); got != tc.want {
+				t.Errorf("BurstSupported = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if BurstSupported(nil, "6.18.0") {
+		t.Error("no cpu hierarchy: want no burst")
 	}
 }

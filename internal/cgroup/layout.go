@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // Mode is how the cgroup hierarchies of a host are arranged.
@@ -30,7 +32,7 @@ var (
 // Hierarchy is one mounted cgroup hierarchy.
 type Hierarchy struct {
 	Version     int      // 1 or 2
-	Dir         string   // where its root is on disk (fsRoot joined with the mount point)
+	Dir         string   // where its root is on disk (the mount point under the hostfs.FS)
 	Root        string   // the cgroup path mounted there ("/" on a host, "/kubepods/..." in a container)
 	Controllers []string // v1: from the mount options; v2: from cgroup.controllers
 }
@@ -74,21 +76,22 @@ func (l *Layout) CPUVersion() int {
 	return l.CPU.Version
 }
 
-// Detect finds the layout of the calling process: procRoot is normally
-// "/proc" and fsRoot "/" (a fixture tree in tests, the host's root in a
+// Detect finds the layout of the calling process from fs's
+// proc/self/mountinfo, its mount points taken under fs (hostfs.Default()
+// on the machine itself, a fixture tree in tests, the host's root in a
 // container that mounts it elsewhere).
-func Detect(procRoot, fsRoot string) (*Layout, error) {
-	mounts, err := ReadMountinfo(procRoot, "self")
+func Detect(fs hostfs.FS) (*Layout, error) {
+	mounts, err := ReadMountinfo(fs, "self")
 	if err != nil {
 		return nil, err
 	}
-	return layoutFromMounts(mounts, fsRoot)
+	return layoutFromMounts(mounts, fs)
 }
 
 // layoutFromMounts picks the hierarchies out of a mount table. For the
-// cgroup2 mount it reads cgroup.controllers below fsRoot to learn which
+// cgroup2 mount it reads cgroup.controllers below fs to learn which
 // controllers are enabled there.
-func layoutFromMounts(mounts []Mount, fsRoot string) (*Layout, error) {
+func layoutFromMounts(mounts []Mount, fs hostfs.FS) (*Layout, error) {
 	l := &Layout{Mode: ModeNone}
 	haveV1 := false
 	for _, m := range mounts {
@@ -106,7 +109,7 @@ func layoutFromMounts(mounts []Mount, fsRoot string) (*Layout, error) {
 				continue // name=systemd and friends
 			}
 			haveV1 = true
-			h := &Hierarchy{Version: 1, Dir: filepath.Join(fsRoot, m.MountPoint), Root: m.Root, Controllers: ctrls}
+			h := &Hierarchy{Version: 1, Dir: fs.Path(m.MountPoint), Root: m.Root, Controllers: ctrls}
 			l.CPU = prefer(l.CPU, h, "cpu")
 			l.CPUAcct = prefer(l.CPUAcct, h, "cpuacct")
 			l.CPUSet = prefer(l.CPUSet, h, "cpuset")
@@ -114,7 +117,7 @@ func layoutFromMounts(mounts []Mount, fsRoot string) (*Layout, error) {
 			if l.Unified != nil && l.Unified.Root == "/" {
 				continue
 			}
-			dir := filepath.Join(fsRoot, m.MountPoint)
+			dir := fs.Path(m.MountPoint)
 			h := &Hierarchy{Version: 2, Dir: dir, Root: m.Root}
 			if b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers")); err == nil {
 				h.Controllers = strings.Fields(string(b))

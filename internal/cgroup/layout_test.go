@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // hier is what a test expects of one Hierarchy. Dir is relative to the
@@ -167,9 +169,8 @@ var layoutCases = []struct {
 func TestDetectFixtures(t *testing.T) {
 	for _, tc := range layoutCases {
 		t.Run(tc.name, func(t *testing.T) {
-			base := filepath.Join("testdata", tc.name)
-			proc, fs := filepath.Join(base, "proc"), filepath.Join(base, "fs")
-			l, err := Detect(proc, fs)
+			root := filepath.Join("testdata", tc.name)
+			l, err := Detect(hostfs.New(root))
 			switch {
 			case tc.err != nil:
 				if !errors.Is(err, tc.err) {
@@ -191,7 +192,7 @@ func TestDetectFixtures(t *testing.T) {
 			if err != nil {
 				return
 			}
-			checkHier(t, "CPU", l.CPU, tc.cpu, fs)
+			checkHier(t, "CPU", l.CPU, tc.cpu, root)
 			if l.CPUVersion() != tc.cpu.version {
 				t.Errorf("CPUVersion() = %d, want %d", l.CPUVersion(), tc.cpu.version)
 			}
@@ -200,21 +201,21 @@ func TestDetectFixtures(t *testing.T) {
 					t.Errorf("CPUAcct = %+v, want the CPU hierarchy itself", l.CPUAcct)
 				}
 			} else {
-				checkHier(t, "CPUAcct", l.CPUAcct, tc.cpuAcct, fs)
+				checkHier(t, "CPUAcct", l.CPUAcct, tc.cpuAcct, root)
 			}
-			checkHier(t, "CPUSet", l.CPUSet, tc.cpuSet, fs)
-			checkHier(t, "Unified", l.Unified, tc.unified, fs)
+			checkHier(t, "CPUSet", l.CPUSet, tc.cpuSet, root)
+			checkHier(t, "Unified", l.Unified, tc.unified, root)
 
-			cgs, err := ReadProcCgroup(proc, "self")
+			cgs, err := ReadProcCgroup(hostfs.New(root), "self")
 			if err != nil {
 				t.Fatalf("ReadProcCgroup: %v", err)
 			}
 			cpuDir := groupDir(t, cgs, l.CPU, "cpu")
 			acctDir := groupDir(t, cgs, l.CPUAcct, "cpuacct")
-			if want := filepath.Join(fs, tc.cpuDir); cpuDir != want {
+			if want := filepath.Join(root, tc.cpuDir); cpuDir != want {
 				t.Errorf("cpu group dir = %q, want %q", cpuDir, want)
 			}
-			if want := filepath.Join(fs, tc.acctDir); acctDir != want {
+			if want := filepath.Join(root, tc.acctDir); acctDir != want {
 				t.Errorf("cpuacct group dir = %q, want %q", acctDir, want)
 			}
 
@@ -254,7 +255,7 @@ func TestFixturesAllTested(t *testing.T) {
 	}
 }
 
-func checkHier(t *testing.T, what string, got *Hierarchy, want *hier, fs string) {
+func checkHier(t *testing.T, what string, got *Hierarchy, want *hier, root string) {
 	t.Helper()
 	if want == nil {
 		if got != nil {
@@ -269,7 +270,7 @@ func checkHier(t *testing.T, what string, got *Hierarchy, want *hier, fs string)
 	if got.Version != want.version {
 		t.Errorf("%s.Version = %d, want %d", what, got.Version, want.version)
 	}
-	if wd := filepath.Join(fs, want.dir); got.Dir != wd {
+	if wd := filepath.Join(root, want.dir); got.Dir != wd {
 		t.Errorf("%s.Dir = %q, want %q", what, got.Dir, wd)
 	}
 	if got.Root != want.root {
@@ -391,7 +392,7 @@ func TestLayoutFromMountsPreference(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := layoutFromMounts(tc.mounts, fsRoot)
+			l, err := layoutFromMounts(tc.mounts, hostfs.New(fsRoot))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // Mount is one line of /proc/<pid>/mountinfo (proc(5)).
@@ -22,9 +23,9 @@ type Mount struct {
 	SuperOptions []string // per-superblock options: the v1 controllers live here
 }
 
-// ReadMountinfo reads <procRoot>/<pid>/mountinfo. pid is a number or "self".
-func ReadMountinfo(procRoot, pid string) ([]Mount, error) {
-	p := filepath.Join(procRoot, pid, "mountinfo")
+// ReadMountinfo reads fs's proc/<pid>/mountinfo. pid is a number or "self".
+func ReadMountinfo(fs hostfs.FS, pid string) ([]Mount, error) {
+	p := fs.Proc(pid, "mountinfo")
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
@@ -130,9 +131,9 @@ type ProcCgroup struct {
 	Path        string
 }
 
-// ReadProcCgroup reads <procRoot>/<pid>/cgroup.
-func ReadProcCgroup(procRoot, pid string) ([]ProcCgroup, error) {
-	p := filepath.Join(procRoot, pid, "cgroup")
+// ReadProcCgroup reads fs's proc/<pid>/cgroup.
+func ReadProcCgroup(fs hostfs.FS, pid string) ([]ProcCgroup, error) {
+	p := fs.Proc(pid, "cgroup")
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err

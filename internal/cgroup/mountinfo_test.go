@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 func TestParseMountinfo(t *testing.T) {
@@ -205,10 +207,10 @@ func TestParseProcCgroup(t *testing.T) {
 }
 
 func TestReadMountinfoMissing(t *testing.T) {
-	if _, err := ReadMountinfo(t.TempDir(), "self"); err == nil {
+	if _, err := ReadMountinfo(hostfs.New(t.TempDir()), "self"); err == nil {
 		t.Error("ReadMountinfo of a missing file: no error")
 	}
-	if _, err := ReadProcCgroup(t.TempDir(), "self"); err == nil {
+	if _, err := ReadProcCgroup(hostfs.New(t.TempDir()), "self"); err == nil {
 		t.Error("ReadProcCgroup of a missing file: no error")
 	}
 }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
@@ -95,9 +95,9 @@ func Scenarios(cpus int, sliceUs int64) []Scenario {
 
 // Config says where the check runs.
 type Config struct {
-	// ProcRoot and FSRoot locate /proc and the root of the cgroup mounts
-	// (and of /sys).
-	ProcRoot, FSRoot string
+	// FS is the machine whose /proc, /sys and cgroup mounts are used
+	// (the zero FS: this one).
+	FS hostfs.FS
 	// Parent is the group under which the runs' groups are made.
 	Parent string
 	// Self is the cfsprobe executable (default: this one).
@@ -119,26 +119,20 @@ type Check struct {
 // Prepare validates every run of the check. Its input errors are
 // *lab.UserError.
 func Prepare(cfg Config) (*Check, error) {
-	if cfg.ProcRoot == "" {
-		cfg.ProcRoot = "/proc"
-	}
-	if cfg.FSRoot == "" {
-		cfg.FSRoot = "/"
-	}
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
 	if cfg.CPUs <= 0 {
-		cfg.CPUs = cgroup.OnlineCPUs(filepath.Join(cfg.FSRoot, "sys"))
+		cfg.CPUs = cgroup.OnlineCPUs(cfg.FS)
 	}
 	if cfg.SliceUs <= 0 {
-		cfg.SliceUs = cgroup.SliceUs(cfg.ProcRoot)
+		cfg.SliceUs = cgroup.SliceUs(cfg.FS)
 	}
 	c := &Check{scenarios: Scenarios(cfg.CPUs, cfg.SliceUs)}
 	for _, s := range c.scenarios {
 		p, err := lab.Prepare(lab.Config{
 			Limits: s.Limits, Workload: s.Workload, WorkloadArgs: s.Args,
-			Stdout: cfg.Stderr, Stderr: cfg.Stderr, ProcRoot: cfg.ProcRoot, FSRoot: cfg.FSRoot,
+			Stdout: cfg.Stderr, Stderr: cfg.Stderr, FS: cfg.FS,
 			Parent: cfg.Parent, Self: cfg.Self,
 		})
 		if err != nil {

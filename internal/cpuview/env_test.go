@@ -123,8 +123,8 @@ func TestMergeFollow(t *testing.T) {
 // view is the real CPU count, with a warning; nothing fails.
 func TestPrepareExecFallsBack(t *testing.T) {
 	for _, name := range []string{"v1-no-quota", "v1-unreadable", "v2-no-cpu-controller"} {
-		proc, fs := fixture(name)
-		p := PrepareExec(ExecOptions{ProcRoot: proc, FSRoot: fs, Environ: []string{"GOMAXPROCS=3"}})
+		fs := fixture(name)
+		p := PrepareExec(ExecOptions{FS: fs, Environ: []string{"GOMAXPROCS=3"}})
 		if p.CPUs != 2 {
 			t.Errorf("%s: view %d CPUs, want the real count 2", name, p.CPUs)
 		}
@@ -153,16 +153,16 @@ func TestPrepareExecAuto(t *testing.T) {
 		want    int
 		follow  string
 	}{
-		{"v1-comounted-one-and-half", Floor, 1, "v1,testdata/v1-comounted-one-and-half/fs/sys/fs/cgroup/cpu,cpuacct/system.slice/app.service:" +
-			"v1,testdata/v1-comounted-one-and-half/fs/sys/fs/cgroup/cpu,cpuacct/system.slice:v1,testdata/v1-comounted-one-and-half/fs/sys/fs/cgroup/cpu,cpuacct"},
+		{"v1-comounted-one-and-half", Floor, 1, "v1,testdata/v1-comounted-one-and-half/sys/fs/cgroup/cpu,cpuacct/system.slice/app.service:" +
+			"v1,testdata/v1-comounted-one-and-half/sys/fs/cgroup/cpu,cpuacct/system.slice:v1,testdata/v1-comounted-one-and-half/sys/fs/cgroup/cpu,cpuacct"},
 		{"v1-comounted-one-and-half", Ceil, 2, ""},
 		{"v1-comounted-one-and-half", Nearest, 2, ""},
 		// The v2 root has no cpu.max: it is not followed.
-		{"v2-parent-tighter", Floor, 1, "v2,testdata/v2-parent-tighter/fs/sys/fs/cgroup/a/b/c:v2,testdata/v2-parent-tighter/fs/sys/fs/cgroup/a/b:v2,testdata/v2-parent-tighter/fs/sys/fs/cgroup/a"},
+		{"v2-parent-tighter", Floor, 1, "v2,testdata/v2-parent-tighter/sys/fs/cgroup/a/b/c:v2,testdata/v2-parent-tighter/sys/fs/cgroup/a/b:v2,testdata/v2-parent-tighter/sys/fs/cgroup/a"},
 	}
 	for _, c := range cases {
-		proc, fs := fixture(c.fixture)
-		p := PrepareExec(ExecOptions{ProcRoot: proc, FSRoot: fs, Round: c.round, Library: lib, CacheDirs: []string{filepath.Join(cache, "cfsprobe")}})
+		fs := fixture(c.fixture)
+		p := PrepareExec(ExecOptions{FS: fs, Round: c.round, Library: lib, CacheDirs: []string{filepath.Join(cache, "cfsprobe")}})
 		if p.CPUs != c.want {
 			t.Errorf("%s %s: %d CPUs, want %d", c.fixture, c.round, p.CPUs, c.want)
 		}
@@ -185,12 +185,12 @@ func TestPrepareExecAuto(t *testing.T) {
 // A given count is used as it is (no following), but not above the CPUs
 // the process may use.
 func TestPrepareExecFixed(t *testing.T) {
-	proc, fs := fixture("v1-apart-one")
-	p := PrepareExec(ExecOptions{CPUs: 2, ProcRoot: proc, FSRoot: fs})
+	fs := fixture("v1-apart-one")
+	p := PrepareExec(ExecOptions{CPUs: 2, FS: fs})
 	if m := envMap(p.Env); p.CPUs != 2 || m[EnvCPUs] != "2" || m[EnvFollow] != "" || m[EnvRound] != "" {
 		t.Errorf("fixed 2: CPUs %d env %v", p.CPUs, m)
 	}
-	p = PrepareExec(ExecOptions{CPUs: 8, ProcRoot: proc, FSRoot: fs})
+	p = PrepareExec(ExecOptions{CPUs: 8, FS: fs})
 	if p.CPUs != 2 || !containsSub(p.Warnings, "--cpus 8 is more than the 2 CPUs") {
 		t.Errorf("fixed 8 on 2 CPUs: %d, %q", p.CPUs, p.Warnings)
 	}
@@ -198,7 +198,7 @@ func TestPrepareExecFixed(t *testing.T) {
 
 // run --view auto rounds the run's own limits.
 func TestPrepareExecForLimits(t *testing.T) {
-	proc, fs := fixture("v1-apart-one") // 2 CPUs
+	fs := fixture("v1-apart-one") // 2 CPUs
 	for _, c := range []struct {
 		lim   cgroup.Limits
 		round Rounding
@@ -212,7 +212,7 @@ func TestPrepareExecForLimits(t *testing.T) {
 		{cgroup.Limits{Period: 100 * time.Millisecond, Cpuset: "1"}, Floor, 1},
 	} {
 		lim := c.lim
-		p := PrepareExec(ExecOptions{Limits: &lim, Round: c.round, ProcRoot: proc, FSRoot: fs})
+		p := PrepareExec(ExecOptions{Limits: &lim, Round: c.round, FS: fs})
 		if p.CPUs != c.want {
 			t.Errorf("%+v %s: %d CPUs, want %d", c.lim, c.round, p.CPUs, c.want)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -18,8 +19,9 @@ type ExecOptions struct {
 	// auto resolves the calling process's own view, and the library
 	// follows its groups' quotas.
 	Limits *cgroup.Limits
-	// ProcRoot and FSRoot locate /proc and the cgroup mounts.
-	ProcRoot, FSRoot string
+	// FS is the machine whose /proc, /sys and cgroup mounts are read (the
+	// zero FS: this one).
+	FS hostfs.FS
 	// Environ is the environment to merge into (os.Environ()).
 	Environ []string
 	Debug   bool
@@ -56,22 +58,16 @@ type ExecPlan struct {
 // lack of information: missing cgroup files give the CPU count and a
 // warning, a missing library gives the variables alone and a warning.
 func PrepareExec(o ExecOptions) *ExecPlan {
-	if o.ProcRoot == "" {
-		o.ProcRoot = "/proc"
-	}
-	if o.FSRoot == "" {
-		o.FSRoot = "/"
-	}
 	if o.Round == "" {
 		o.Round = Floor
 	}
 	p := &ExecPlan{CPUs: o.CPUs, Auto: o.CPUs == 0, Round: o.Round, environ: o.Environ}
 	var v *View
 	if o.Limits != nil {
-		v = ForLimits(o.ProcRoot, o.FSRoot, *o.Limits)
+		v = ForLimits(o.FS, *o.Limits)
 	} else {
 		var err error
-		v, err = Resolve(o.ProcRoot, o.FSRoot, "self")
+		v, err = Resolve(o.FS, "self")
 		if err != nil { // /proc/self always exists; keep the program running regardless
 			v = &View{UsableCPUs: numCPU(), Warnings: []string{err.Error()}}
 		}
@@ -130,8 +126,8 @@ func (p *ExecPlan) TraceView() *trace.View {
 // limits, started by the calling process: the online CPUs, this process's
 // affinity (the program inherits it), the limits' cpuset or else this
 // process's, and the limits' quota as the only level.
-func ForLimits(procRoot, fsRoot string, lim cgroup.Limits) *View {
-	self, err := Resolve(procRoot, fsRoot, "self")
+func ForLimits(fs hostfs.FS, lim cgroup.Limits) *View {
+	self, err := Resolve(fs, "self")
 	v := &View{Schema: Schema, Cgroup: "(the run's group)"}
 	if err == nil {
 		v.Online, v.Affinity, v.Cpuset = self.Online, self.Affinity, self.Cpuset

@@ -6,21 +6,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 var errSyntax = errors.New("invalid syntax")
 
 // ReadAffinity reads the CPUs process pid may run on, from the
-// Cpus_allowed_list line of <procRoot>/<pid>/status (what
+// Cpus_allowed_list line of fs's proc/<pid>/status (what
 // sched_getaffinity returns).
-func ReadAffinity(procRoot, pid string) (*CPUList, error) {
-	p := filepath.Join(procRoot, pid, "status")
+func ReadAffinity(fs hostfs.FS, pid string) (*CPUList, error) {
+	p := fs.Proc(pid, "status")
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // Schema is the value of the schema field of a View in JSON.
@@ -128,18 +129,15 @@ func (e *InputError) Unwrap() error { return e.Err }
 
 func inputErr(format string, a ...any) error { return &InputError{fmt.Errorf(format, a...)} }
 
-// OnlineFile is where the online CPUs are listed, below the fs root.
-const OnlineFile = "sys/devices/system/cpu/online"
-
-// Resolve builds the view of process pid ("self" or a number). procRoot
-// is normally "/proc" and fsRoot "/" (fixture trees in tests, the host's
-// root mounted elsewhere in a container). Whatever cannot be read becomes
-// a warning and the view falls back to the CPU count; only a pid that does
-// not exist is an error (*InputError).
-func Resolve(procRoot, fsRoot, pid string) (*View, error) {
+// Resolve builds the view of process pid ("self" or a number) on the
+// machine fs locates (hostfs.Default(); fixture trees in tests, the
+// host's root mounted elsewhere in a container). Whatever cannot be read
+// becomes a warning and the view falls back to the CPU count; only a pid
+// that does not exist is an error (*InputError).
+func Resolve(fs hostfs.FS, pid string) (*View, error) {
 	v := &View{Schema: Schema}
 	if pid == "self" {
-		if t, err := os.Readlink(filepath.Join(procRoot, "self")); err == nil {
+		if t, err := os.Readlink(fs.Proc("self")); err == nil {
 			v.PID, _ = parsePID(t)
 		}
 	} else {
@@ -147,28 +145,28 @@ func Resolve(procRoot, fsRoot, pid string) (*View, error) {
 		if !ok {
 			return nil, inputErr("--pid %q is not a process ID: give a positive number", pid)
 		}
-		// The files below are read as <procRoot>/<pid>/...: "007" or "+7"
+		// The files below are read as proc/<pid>/...: "007" or "+7"
 		// would name no directory.
 		pid = strconv.Itoa(n)
-		if _, err := os.Stat(filepath.Join(procRoot, pid)); err != nil {
-			return nil, inputErr("no process %d (%s does not exist): give the ID of a running process", n, filepath.Join(procRoot, pid))
+		if _, err := os.Stat(fs.Proc(pid)); err != nil {
+			return nil, inputErr("no process %d (%s does not exist): give the ID of a running process", n, fs.Proc(pid))
 		}
 		v.PID = n
 	}
-	v.readOnline(fsRoot)
-	if a, err := ReadAffinity(procRoot, pid); err != nil {
+	v.readOnline(fs)
+	if a, err := ReadAffinity(fs, pid); err != nil {
 		v.warn("cannot read the affinity of process %s (%v): assuming every online CPU", pid, err)
 	} else {
 		v.Affinity = a
 	}
 
-	layout, lerr := cgroup.Detect(procRoot, fsRoot)
+	layout, lerr := cgroup.Detect(fs)
 	if layout == nil {
 		v.warn("cannot read the mount table (%v): no cgroup limits are known", lerr)
 		v.finish()
 		return v, nil
 	}
-	groups, err := cgroup.ReadProcCgroup(procRoot, pid)
+	groups, err := cgroup.ReadProcCgroup(fs, pid)
 	if err != nil {
 		v.warn("cannot read the cgroups of process %s (%v): no cgroup limits are known", pid, err)
 		v.finish()
@@ -207,8 +205,8 @@ func Resolve(procRoot, fsRoot, pid string) (*View, error) {
 // path as in /proc/<pid>/cgroup ("/kubepods/...") or by its directory
 // under the cgroup mount ("/sys/fs/cgroup/cpu/kubepods/..."). There is no
 // process, so no affinity. An unknown group is an *InputError.
-func ResolveCgroup(procRoot, fsRoot, group string) (*View, error) {
-	layout, err := cgroup.Detect(procRoot, fsRoot)
+func ResolveCgroup(fs hostfs.FS, group string) (*View, error) {
+	layout, err := cgroup.Detect(fs)
 	if layout == nil || layout.CPU == nil {
 		if err == nil {
 			err = cgroup.ErrNoCPUController
@@ -216,7 +214,7 @@ func ResolveCgroup(procRoot, fsRoot, group string) (*View, error) {
 		return nil, inputErr("--cgroup needs the cgroup hierarchy of the cpu controller, but %v: look at a process with --pid instead", err)
 	}
 	h := layout.CPU
-	p := cgroupPathOf(layout, fsRoot, group)
+	p := cgroupPathOf(layout, fs, group)
 	dir, ok := h.DirOf(p)
 	if !ok {
 		return nil, inputErr("group %s is outside what is mounted at %s (the mount shows %s): give a path below it", p, h.Dir, h.Root)
@@ -225,7 +223,7 @@ func ResolveCgroup(procRoot, fsRoot, group string) (*View, error) {
 		return nil, inputErr("no group %s in the cpu hierarchy (%s does not exist): give a path as in /proc/PID/cgroup, e.g. /kubepods/..., or a directory under %s", p, dir, h.Dir)
 	}
 	v := &View{Schema: Schema, Cgroup: p, CgroupVersion: h.Version}
-	v.readOnline(fsRoot)
+	v.readOnline(fs)
 	if cs := layout.CPUSet; cs != nil {
 		v.readCpuset(cs, p)
 	}
@@ -235,16 +233,16 @@ func ResolveCgroup(procRoot, fsRoot, group string) (*View, error) {
 }
 
 // cgroupPathOf turns what the user gave into a cgroup path: a directory
-// under one of the mounted hierarchies (with or without the fs root in
+// under one of the mounted hierarchies (with or without fs's root in
 // front) becomes the path of that group; anything else is taken as a
 // cgroup path already.
-func cgroupPathOf(l *cgroup.Layout, fsRoot, group string) string {
+func cgroupPathOf(l *cgroup.Layout, fs hostfs.FS, group string) string {
 	for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUSet, l.CPUAcct, l.Unified} {
 		if h == nil {
 			continue
 		}
 		root := filepath.Clean(h.Dir)
-		for _, cand := range []string{filepath.Clean(group), filepath.Join(fsRoot, group)} {
+		for _, cand := range []string{filepath.Clean(group), fs.Path(group)} {
 			if cand == root || strings.HasPrefix(cand, root+"/") {
 				return path.Join("/", h.Root, strings.TrimPrefix(cand, root))
 			}
@@ -335,8 +333,8 @@ func shortErr(err error) string {
 	return err.Error()
 }
 
-func (v *View) readOnline(fsRoot string) {
-	p := filepath.Join(fsRoot, OnlineFile)
+func (v *View) readOnline(fs hostfs.FS) {
+	p := fs.OnlineFile()
 	l, err := readCPUListFile(p)
 	if err != nil || l.Count == 0 {
 		if err == nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cfsprobe/cfsprobe/internal/golden"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // viewCases are the fixture trees under testdata/<name>: proc/<pid>/
@@ -71,9 +72,7 @@ var viewCases = []struct {
 		ceil: 1, floor: 1, nearest: 1, limitedBy: "affinity", levels: 4, warnings: []string{"no CPU quota: the view is the CPU count (1)"}},
 }
 
-func fixture(name string) (procRoot, fsRoot string) {
-	return filepath.Join("testdata", name, "proc"), filepath.Join("testdata", name, "fs")
-}
+func fixture(name string) hostfs.FS { return hostfs.New(filepath.Join("testdata", name)) }
 
 func TestResolveFixtures(t *testing.T) {
 	for _, tc := range viewCases {
@@ -82,7 +81,7 @@ func TestResolveFixtures(t *testing.T) {
 			if pid == "" {
 				pid = "self"
 			}
-			v, err := Resolve(filepath.Join("testdata", tc.name, "proc"), filepath.Join("testdata", tc.name, "fs"), pid)
+			v, err := Resolve(fixture(tc.name), pid)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,9 +184,9 @@ func checkGolden(t *testing.T, v *View) {
 // --cgroup takes a cgroup path or a directory under the mount, with or
 // without the fs root in front; both give the same levels as the process.
 func TestResolveCgroupForms(t *testing.T) {
-	proc, fs := fixture("v1-parent-tighter")
-	for _, g := range []string{"/a/b", "a/b", "/a/b/", filepath.Join(fs, "sys/fs/cgroup/cpu/a/b"), "/sys/fs/cgroup/cpu/a/b", "/sys/fs/cgroup/cpuset/a/b"} {
-		v, err := ResolveCgroup(proc, fs, g)
+	fs := fixture("v1-parent-tighter")
+	for _, g := range []string{"/a/b", "a/b", "/a/b/", fs.Path("/sys/fs/cgroup/cpu/a/b"), "/sys/fs/cgroup/cpu/a/b", "/sys/fs/cgroup/cpuset/a/b"} {
+		v, err := ResolveCgroup(fs, g)
 		if err != nil {
 			t.Errorf("%s: %v", g, err)
 			continue
@@ -198,8 +197,8 @@ func TestResolveCgroupForms(t *testing.T) {
 		}
 	}
 	// A container's group: the path as /proc/self/cgroup shows it.
-	proc, fs = fixture("container-v1")
-	v, err := ResolveCgroup(proc, fs, "/kubepods/burstable/pod7c1e9b3a/8d2f4e6a0b1c")
+	fs = fixture("container-v1")
+	v, err := ResolveCgroup(fs, "/kubepods/burstable/pod7c1e9b3a/8d2f4e6a0b1c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,26 +206,26 @@ func TestResolveCgroupForms(t *testing.T) {
 }
 
 func TestResolveErrors(t *testing.T) {
-	proc, fs := fixture("v1-parent-tighter")
+	fs := fixture("v1-parent-tighter")
 	cases := []struct {
 		name string
 		f    func() error
 		want string
 	}{
-		{"unknown group", func() error { _, err := ResolveCgroup(proc, fs, "/no/such/group"); return err }, "no group /no/such/group in the cpu hierarchy"},
+		{"unknown group", func() error { _, err := ResolveCgroup(fs, "/no/such/group"); return err }, "no group /no/such/group in the cpu hierarchy"},
 		{"outside the container's mount", func() error {
-			p, f := fixture("container-v1")
-			_, err := ResolveCgroup(p, f, "/system.slice")
+			f := fixture("container-v1")
+			_, err := ResolveCgroup(f, "/system.slice")
 			return err
 		}, "outside what is mounted"},
 		{"no cpu controller", func() error {
-			p, f := fixture("v2-no-cpu-controller")
-			_, err := ResolveCgroup(p, f, "/user.slice")
+			f := fixture("v2-no-cpu-controller")
+			_, err := ResolveCgroup(f, "/user.slice")
 			return err
 		}, "--cgroup needs the cgroup hierarchy of the cpu controller"},
-		{"pid not a number", func() error { _, err := Resolve(proc, fs, "abc"); return err }, `--pid "abc" is not a process ID`},
-		{"pid zero", func() error { _, err := Resolve(proc, fs, "0"); return err }, `--pid "0" is not a process ID`},
-		{"no such process", func() error { _, err := Resolve(proc, fs, "999999"); return err }, "no process 999999"},
+		{"pid not a number", func() error { _, err := Resolve(fs, "abc"); return err }, `--pid "abc" is not a process ID`},
+		{"pid zero", func() error { _, err := Resolve(fs, "0"); return err }, `--pid "0" is not a process ID`},
+		{"no such process", func() error { _, err := Resolve(fs, "999999"); return err }, "no process 999999"},
 	}
 	for _, tc := range cases {
 		err := tc.f()
@@ -245,11 +244,11 @@ func TestResolveErrors(t *testing.T) {
 // too, and the count still comes out.
 func TestResolveMissingProcFiles(t *testing.T) {
 	dir := t.TempDir()
-	proc, fs := filepath.Join(dir, "proc"), filepath.Join(dir, "fs")
-	if err := os.MkdirAll(filepath.Join(proc, "self"), 0o755); err != nil {
+	fs := hostfs.New(dir)
+	if err := os.MkdirAll(fs.Proc("self"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	v, err := Resolve(proc, fs, "self")
+	v, err := Resolve(fs, "self")
 	if err != nil {
 		t.Fatal(err)
 	}

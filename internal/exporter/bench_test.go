@@ -104,7 +104,7 @@ func BenchmarkScrape(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e := New(Options{Root: r, Host: testHost, Version: "bench", NoRuntimeMetrics: true})
+			e := New(Options{Root: r, Host: testHost(r), Version: "bench", NoRuntimeMetrics: true})
 			if err := e.Rescan(); err != nil {
 				b.Fatal(err)
 			}
@@ -116,9 +116,7 @@ func BenchmarkScrape(b *testing.B) {
 				h := newFakePeriods(e.scanner).groups[0].PeriodHistograms
 				fake.groups = append(fake.groups, monitor.GroupPeriods{Path: tg.Group.Path, PeriodHistograms: h})
 			}
-			e.reg.Unregister(e.collector)
-			e.collector = NewCollector(e.scanner, fake, e.scanner.Errors(), e.collector.info)
-			e.reg.MustRegister(e.collector)
+			swapPeriods(e, fake)
 			h := e.Handler()
 			size := 0
 			b.ReportAllocs()

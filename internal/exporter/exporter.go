@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // Defaults of the command's flags (docs/metrics.md).
@@ -36,7 +36,7 @@ type Options struct {
 	All              bool          // report groups without a CPU limit too
 	ScanInterval     time.Duration // how often the tree is walked and limits read; DefaultScanInterval when 0
 	SamplerMaxGroups int           // most groups the per-period sampler follows; 0: no sampler
-	Host             Host          // the node; ReadHost's
+	Host             trace.Host    // the node: Root.HostFacts
 	Version          string        // cfsprobe's
 	GoVersion        string        // runtime.Version() when empty
 	Logger           *slog.Logger  // nil: no logs
@@ -53,7 +53,8 @@ type Exporter struct {
 	scanner   *monitor.Scanner
 	sampler   *monitor.Sampler // nil without sampler
 	collector *Collector
-	reg       *prometheus.Registry
+	reg       *prometheus.Registry // every metric (Collector and the Go runtime's)
+	node      *prometheus.Registry // all but the groups' (WriteText's)
 	lastGen   uint64
 	targets   []monitor.Target
 	walkFail  bool // the last walk failed (for logging changes only)
@@ -81,7 +82,7 @@ func newExporter(opts Options, reg *prometheus.Registry) *Exporter {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	e := &Exporter{opts: opts, log: log, reg: reg}
+	e := &Exporter{opts: opts, log: log, reg: reg, node: prometheus.NewRegistry()}
 	e.scanner = monitor.NewScanner(opts.Root, monitor.ScanOptions{All: opts.All})
 	var periods periodsSource
 	if opts.SamplerMaxGroups > 0 {
@@ -94,18 +95,19 @@ func newExporter(opts Options, reg *prometheus.Registry) *Exporter {
 		})
 		periods = e.sampler
 	}
-	cpuController := "v" + strconv.Itoa(opts.Root.Version)
 	files := []string{"directory", "cpu.stat", "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpuacct.usage"}
 	if opts.Root.Version == 2 {
 		files = []string{"directory", "cpu.stat", "cpu.max"}
 	}
 	e.collector = NewCollector(e.scanner, periods, e.scanner.Errors(), Info{
-		Version: opts.Version, GoVersion: opts.GoVersion, Host: opts.Host,
-		CgroupMode: string(opts.Root.Mode), CPUController: cpuController, ErrorFiles: files,
+		Version: opts.Version, GoVersion: opts.GoVersion, Host: opts.Host, ErrorFiles: files,
 	})
 	e.reg.MustRegister(e.collector)
+	e.node.MustRegister(e.collector.NodeCollector())
 	if !opts.NoRuntimeMetrics {
-		e.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		rt := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+		e.reg.MustRegister(rt...)
+		e.node.MustRegister(rt...)
 	}
 	return e
 }
@@ -161,13 +163,28 @@ func (e *Exporter) logUsageUnknown() {
 }
 
 // Handler serves /metrics, /healthz and /readyz.
+//
+// /metrics is written in the text format by Collector.WriteText whenever
+// the client takes it (Prometheus always does, if at lower preference
+// than OpenMetrics or protobuf); a client that takes only another format
+// gets it from the registry, through promhttp's negotiation.
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", gzipped(promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
+	other := promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
 		EnableOpenMetrics:  true,
 		ErrorHandling:      promhttp.ContinueOnError,
 		ErrorLog:           slogPrintln{e.log},
 		DisableCompression: true, // gzipped compresses, faster
+	})
+	mux.Handle("GET /metrics", gzipped(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !acceptsText(r.Header.Get("Accept")) {
+			other.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", string(Text))
+		if err := e.collector.WriteText(w, e.node); err != nil {
+			e.log.Warn("scrape", "err", err)
+		}
 	})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -266,16 +283,46 @@ func gzipped(h http.Handler) http.Handler {
 	})
 }
 
+// acceptsText reads an Accept header: true when it is empty or admits
+// the text format (text/plain, text/*, */*) with a quality above 0.
+func acceptsText(header string) bool {
+	if strings.TrimSpace(header) == "" {
+		return true
+	}
+	for _, part := range strings.Split(header, ",") {
+		media, params, _ := strings.Cut(part, ";")
+		switch strings.ToLower(strings.TrimSpace(media)) {
+		case "text/plain", "text/*", "*/*":
+		default:
+			continue
+		}
+		if !refused(params) {
+			return true
+		}
+	}
+	return false
+}
+
+// refused says whether media-type parameters give q=0.
+func refused(params string) bool {
+	for _, p := range strings.Split(params, ";") {
+		k, v, _ := strings.Cut(strings.ReplaceAll(p, " ", ""), "=")
+		if strings.EqualFold(k, "q") {
+			q, err := strconv.ParseFloat(v, 64)
+			return err == nil && q <= 0
+		}
+	}
+	return false
+}
+
 // acceptsGzip reads an Accept-Encoding header: gzip, not refused with
 // q=0.
 func acceptsGzip(header string) bool {
 	for _, part := range strings.Split(header, ",") {
 		coding, params, _ := strings.Cut(part, ";")
-		if strings.TrimSpace(coding) != "gzip" {
-			continue
+		if strings.TrimSpace(coding) == "gzip" {
+			return !refused(params)
 		}
-		q := strings.ReplaceAll(params, " ", "")
-		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
 	}
 	return false
 }
@@ -296,20 +343,3 @@ func (g gzipResponse) WriteHeader(code int) {
 type slogPrintln struct{ log *slog.Logger }
 
 func (l slogPrintln) Println(v ...any) { l.log.Warn(strings.TrimSpace(fmt.Sprintln(v...))) }
-
-// Host is what the exporter tells about the node.
-type Host struct {
-	Kernel       string  // release
-	CPUs         int     // online CPUs
-	SliceSeconds float64 // kernel.sched_cfs_bandwidth_slice_us in seconds; 0 when unknown
-}
-
-// ReadHost reads the node's facts from procRoot (/proc) and sysRoot
-// (/sys): a container sees the node's kernel, CPUs and sysctls there.
-func ReadHost(procRoot, sysRoot string) Host {
-	h := Host{Kernel: cgroup.KernelRelease(procRoot), CPUs: cgroup.OnlineCPUs(sysRoot)}
-	if us := cgroup.SliceUs(procRoot); us > 0 {
-		h.SliceSeconds = float64(us) / 1e6
-	}
-	return h
-}

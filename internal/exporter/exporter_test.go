@@ -24,7 +24,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/cfsprobe/cfsprobe/internal/golden"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // fixtures are monitor's fixture trees, each a node's cgroup root.
@@ -84,7 +86,9 @@ func newFakePeriods(s *monitor.Scanner) *fakePeriods {
 	return f
 }
 
-var testHost = Host{Kernel: "6.1.0-test-amd64", CPUs: 8, SliceSeconds: 0.005}
+// testHost is the node of a fixture tree: its kernel, CPUs and slice
+// from the host fixture (6.1.0-test-amd64, 8 CPUs, 5 ms).
+func testHost(r *monitor.Root) trace.Host { return r.HostFacts(hostfs.New("testdata/host")) }
 
 // fixtureRegistry is a registry with cfsprobe's collector over a fixture
 // tree, walked once, with fake sampler figures.
@@ -94,16 +98,23 @@ func fixtureRegistry(t *testing.T, name string, all bool) *Exporter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newPedantic(Options{Root: r, All: all, Host: testHost, Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true})
+	e := newPedantic(Options{Root: r, All: all, Host: testHost(r), Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true})
 	if err := e.Rescan(); err != nil {
 		t.Fatal(err)
 	}
-	// Swap in fake sampler figures: same scanner, same info.
-	e.reg.Unregister(e.collector)
-	e.collector = NewCollector(e.scanner, newFakePeriods(e.scanner), e.scanner.Errors(), e.collector.info)
-	e.reg.MustRegister(e.collector)
+	swapPeriods(e, newFakePeriods(e.scanner))
 	t.Cleanup(e.scanner.Close)
 	return e
+}
+
+// swapPeriods gives e a collector of the same scanner and info with
+// per-period figures from p.
+func swapPeriods(e *Exporter, p periodsSource) {
+	e.reg.Unregister(e.collector)
+	e.node.Unregister(e.collector.NodeCollector())
+	e.collector = NewCollector(e.scanner, p, e.scanner.Errors(), e.collector.info)
+	e.reg.MustRegister(e.collector)
+	e.node.MustRegister(e.collector.NodeCollector())
 }
 
 // newPedantic is New with a pedantic registry: every exporter of the
@@ -182,7 +193,64 @@ func scrape(t testing.TB, e *Exporter, accept string) (string, map[string]*dto.M
 		t.Fatalf("exposition does not parse: %v\n%s", err, body)
 	}
 	lintText(t, body)
+	if a, b := cfsprobeLines(stable(body)), cfsprobeLines(stable(registryText(t, e))); a != b {
+		t.Errorf("the text exposition differs from the registry's:\n%s", lineDiff(a, b))
+	}
 	return body, fams
+}
+
+// registryText is e's exposition as the registry gathers and expfmt
+// writes it.
+func registryText(t testing.TB, e *Exporter) string {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, Text)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+// cfsprobeLines is the lines of cfsprobe's own series (not the Go
+// runtime's) of an exposition, sorted.
+func cfsprobeLines(text string) string {
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimPrefix(strings.TrimPrefix(l, "# HELP "), "# TYPE "), "cfsprobe_") {
+			lines = append(lines, l)
+		}
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// lineDiff lists the lines of a not in b (-) and of b not in a (+), the
+// first 20.
+func lineDiff(a, b string) string {
+	count := map[string]int{}
+	for _, l := range strings.Split(a, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.Split(b, "\n") {
+		count[l]--
+	}
+	var out []string
+	for l, n := range count {
+		switch {
+		case n > 0:
+			out = append(out, "- "+l)
+		case n < 0:
+			out = append(out, "+ "+l)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out[:min(len(out), 20)], "\n")
 }
 
 // The lint helpers fail on what promlint and the pedantic registry
@@ -381,7 +449,7 @@ func TestUsageUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, all := range []bool{false, true} {
-		e := newPedantic(Options{Root: r, All: all, SamplerMaxGroups: 10, Host: testHost, Version: "v0-test", NoRuntimeMetrics: true})
+		e := newPedantic(Options{Root: r, All: all, SamplerMaxGroups: 10, Host: testHost(r), Version: "v0-test", NoRuntimeMetrics: true})
 		if err := e.Rescan(); err != nil {
 			t.Fatal(err)
 		}
@@ -460,7 +528,7 @@ func TestEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newPedantic(Options{Root: r, Host: testHost, Version: "v0-test"})
+	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test"})
 	t.Cleanup(e.scanner.Close)
 	h := e.Handler()
 	get := func(path string) (int, string) {
@@ -535,6 +603,31 @@ func TestGzip(t *testing.T) {
 		}
 		if stable(string(body)) != stable(plain) {
 			t.Errorf("Accept-Encoding %q: body differs from the plain scrape", tc.accept)
+		}
+	}
+}
+
+// /metrics is written as text to every client that takes text, at any
+// preference (Prometheus's Accept headers do); the registry speaks to
+// the others.
+func TestAcceptsText(t *testing.T) {
+	for _, tc := range []struct {
+		accept string
+		text   bool
+	}{
+		{"", true},
+		{"*/*", true},
+		{"text/plain;version=0.0.4", true},
+		// Prometheus 2.x and 3.x.
+		{"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", true},
+		{"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,*/*;q=0.2", true},
+		{"application/openmetrics-text; version=1.0.0", false},
+		{"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited", false},
+		{"text/plain;q=0, application/openmetrics-text", false},
+		{"text/html", false},
+	} {
+		if got := acceptsText(tc.accept); got != tc.text {
+			t.Errorf("acceptsText(%q) = %v, want %v", tc.accept, got, tc.text)
 		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
@@ -48,7 +49,7 @@ type realTree struct {
 func newRealTree(t testing.TB, what string) *realTree {
 	t.Helper()
 	testenv.NeedCgroups(t)
-	r, err := monitor.OpenRoot("/sys/fs/cgroup")
+	r, err := monitor.OpenRoot(hostfs.Default().CgroupDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestRealThrottledGroup(t *testing.T) {
 	if err := rt.enter("q20", busy.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
-	e := newPedantic(Options{Root: rt.root, ScanInterval: 200 * time.Millisecond, SamplerMaxGroups: 100, Host: ReadHost("/proc", "/sys"), Version: "test"})
+	e := newPedantic(Options{Root: rt.root, ScanInterval: 200 * time.Millisecond, SamplerMaxGroups: 100, Host: rt.root.HostFacts(hostfs.Default()), Version: "test"})
 	url := serve(t, e)
 	// 8 s: the sampler counts a group's periods once it has learnt the
 	// group's period grid to 2 ms (docs/trace.md: blurred periods), a
@@ -351,7 +352,7 @@ func TestRealChurn(t *testing.T) {
 		t.Skip("creates 10,000 cgroups")
 	}
 	rt := newRealTree(t, "churn")
-	e := newPedantic(Options{Root: rt.root, ScanInterval: 20 * time.Millisecond, SamplerMaxGroups: 100, Host: ReadHost("/proc", "/sys"), Version: "test"})
+	e := newPedantic(Options{Root: rt.root, ScanInterval: 20 * time.Millisecond, SamplerMaxGroups: 100, Host: rt.root.HostFacts(hostfs.Default()), Version: "test"})
 	url := serve(t, e)
 	if _, err := get(url); err != nil {
 		t.Fatal(err)

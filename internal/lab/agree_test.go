@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -79,7 +80,7 @@ func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, a
 			t.Errorf("remove the group: %v", err)
 		}
 	}()
-	root, err := monitor.OpenRoot("/sys/fs/cgroup")
+	root, err := monitor.OpenRoot(hostfs.Default().CgroupDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, a
 	var mu sync.Mutex
 	var fleet []trace.Period
 	s := monitor.NewSampler(monitor.SamplerOptions{
-		MaxGroups: 1, CPUs: cgroup.OnlineCPUs("/sys"),
+		MaxGroups: 1, CPUs: cgroup.OnlineCPUs(hostfs.Default()),
 		UsageBuckets: []float64{1}, StallBuckets: []float64{1},
 		Clock: func() int64 { return workload.ClockMono() - t0 },
 		Periods: func(_ string, p trace.Period) {
@@ -141,7 +142,7 @@ func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, a
 	if smp.err != nil {
 		t.Fatal(smp.err)
 	}
-	lab := trace.BuildTimeline(smp.samples, trace.TrackerConfig{Period: lim.Period, Quota: lim.Quota, CPUs: cgroup.OnlineCPUs("/sys"), FromStart: true})
+	lab := trace.BuildTimeline(smp.samples, trace.TrackerConfig{Period: lim.Period, Quota: lim.Quota, CPUs: cgroup.OnlineCPUs(hostfs.Default()), FromStart: true})
 	first, last := smp.samples[0], smp.samples[len(smp.samples)-1]
 	kernel := last.NrThrottled - first.NrThrottled
 	if got := trace.CountThrottled(lab); got != kernel || kernel < 40 {

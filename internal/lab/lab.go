@@ -11,17 +11,18 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
-	"golang.org/x/sys/unix"
 )
 
 // Version is written into traces; the build sets it.
@@ -61,8 +62,9 @@ type Config struct {
 	// Stdout and Stderr receive the workload's output.
 	Stdout, Stderr io.Writer
 	Stdin          io.Reader
-	// ProcRoot and FSRoot locate /proc and the root of the cgroup mounts.
-	ProcRoot, FSRoot string
+	// FS is the machine whose /proc, /sys and cgroup mounts are used
+	// (the zero FS: this one).
+	FS hostfs.FS
 	// Parent is the group under which the run's group is made.
 	Parent string
 	// Self is the cfsprobe executable that runs built-in workloads
@@ -99,12 +101,6 @@ type Plan struct {
 // Prepare validates the configuration and the host. Every error it
 // returns is a *UserError.
 func Prepare(cfg Config) (*Plan, error) {
-	if cfg.ProcRoot == "" {
-		cfg.ProcRoot = "/proc"
-	}
-	if cfg.FSRoot == "" {
-		cfg.FSRoot = "/"
-	}
 	if cfg.Stdout == nil {
 		cfg.Stdout = os.Stdout
 	}
@@ -163,7 +159,7 @@ func Prepare(cfg Config) (*Plan, error) {
 		return ue(fmt.Errorf("parent group %w", err))
 	}
 	p.spec.View = cfg.View
-	layout, err := cgroup.Detect(cfg.ProcRoot, cfg.FSRoot)
+	layout, err := cgroup.Detect(cfg.FS)
 	if err != nil {
 		if errors.Is(err, cgroup.ErrNoCPUController) {
 			return ue(fmt.Errorf("%w: cfsprobe needs the cpu controller (mount a v1 cpu hierarchy, or enable +cpu in the v2 root's cgroup.subtree_control)", err))
@@ -178,7 +174,7 @@ func Prepare(cfg Config) (*Plan, error) {
 	if err := p.mgr.Check(cfg.Limits); err != nil {
 		return ue(err)
 	}
-	p.host = HostFacts(cfg.ProcRoot, cfg.FSRoot, layout, p.mgr)
+	p.host = trace.ReadHost(cfg.FS, layout.Mode, layout.CPU)
 	p.limits = trace.LimitsOf(cfg.Limits)
 	return p, nil
 }
@@ -426,16 +422,4 @@ func sum(v []int64) int64 {
 		s += x
 	}
 	return s
-}
-
-// HostFacts describes the machine for the trace; procRoot and fsRoot
-// locate /proc and the root of /sys.
-func HostFacts(procRoot, fsRoot string, l *cgroup.Layout, m *cgroup.Manager) trace.Host {
-	h := trace.Host{Arch: runtime.GOARCH, CgroupMode: string(l.Mode), CPUController: l.CPUVersion()}
-	h.Hostname, _ = os.Hostname()
-	h.Kernel = cgroup.KernelRelease(procRoot)
-	h.CPUs = cgroup.OnlineCPUs(filepath.Join(fsRoot, "sys"))
-	h.SliceUs = cgroup.SliceUs(procRoot)
-	h.BurstSupported = m.BurstSupported()
-	return h
 }

@@ -26,7 +26,7 @@ type RecordConfig struct {
 	SampleInterval time.Duration
 	// Args say how the group was selected, for the trace's spec.
 	Args []string
-	// Host describes the machine (HostFacts).
+	// Host describes the machine (monitor.Root.HostFacts).
 	Host trace.Host
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // Selector names one group, the ways a user knows it: its path (as
@@ -41,13 +42,13 @@ func (s Selector) String() string {
 // ErrNoGroup is returned by Find when nothing matches the selector.
 var ErrNoGroup = errors.New("no such cgroup")
 
-// Find returns the group sel names. procRoot locates /proc for a PID. A
-// container or pod that matches several groups is an error that lists
-// them.
-func (r *Root) Find(sel Selector, procRoot string) (Group, error) {
+// Find returns the group sel names; a PID's group is read from fs's
+// proc. A container or pod that matches several groups is an error that
+// lists them.
+func (r *Root) Find(sel Selector, fs hostfs.FS) (Group, error) {
 	switch {
 	case sel.PID > 0:
-		p, err := r.pathOf(sel.PID, procRoot)
+		p, err := r.pathOf(sel.PID, fs)
 		if err != nil {
 			return Group{}, err
 		}
@@ -116,11 +117,11 @@ func (r *Root) GroupAt(p string) (Group, error) {
 
 // pathOf is the path of pid's group in the hierarchy that has the cpu
 // controller, from /proc/PID/cgroup.
-func (r *Root) pathOf(pid int, procRoot string) (string, error) {
-	lines, err := cgroup.ReadProcCgroup(procRoot, strconv.Itoa(pid))
+func (r *Root) pathOf(pid int, host hostfs.FS) (string, error) {
+	lines, err := cgroup.ReadProcCgroup(host, strconv.Itoa(pid))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%w: no process %d (under %s)", ErrNoGroup, pid, procRoot)
+			return "", fmt.Errorf("%w: no process %d (under %s)", ErrNoGroup, pid, host.Proc())
 		}
 		return "", err
 	}
@@ -132,5 +133,5 @@ func (r *Root) pathOf(pid int, procRoot string) (string, error) {
 			return l.Path, nil
 		}
 	}
-	return "", fmt.Errorf("%w: /proc/%d/cgroup names no group in the cgroup v%d hierarchy with the cpu controller", ErrNoGroup, pid, r.Version)
+	return "", fmt.Errorf("%w: %s names no group in the cgroup v%d hierarchy with the cpu controller", ErrNoGroup, host.Proc(strconv.Itoa(pid), "cgroup"), r.Version)
 }

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cfsprobe/cfsprobe/internal/cgroup"
-	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"golang.org/x/sys/unix"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 // On this machine's real cgroups: a parent with three children (no quota,
@@ -24,7 +26,7 @@ import (
 // and limits read right.
 func TestDiscoverRealCgroups(t *testing.T) {
 	testenv.NeedCgroups(t)
-	r, err := OpenRoot("/sys/fs/cgroup")
+	r, err := OpenRoot(hostfs.Default().CgroupDir())
 	if err != nil {
 		t.Fatalf("OpenRoot(/sys/fs/cgroup): %v", err)
 	}

@@ -14,12 +14,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -178,18 +178,8 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// HostFacts describes the machine whose cgroup tree r is; procRoot and
-// sysRoot locate /proc and /sys.
-func (r *Root) HostFacts(procRoot, sysRoot string) trace.Host {
-	h := trace.Host{
-		Arch: runtime.GOARCH, Kernel: cgroup.KernelRelease(procRoot), CPUs: cgroup.OnlineCPUs(sysRoot),
-		CgroupMode: string(r.Mode), CPUController: r.Version, SliceUs: cgroup.SliceUs(procRoot),
-	}
-	h.Hostname, _ = os.Hostname()
-	if r.Version == 1 {
-		h.BurstSupported = fileExists(filepath.Join(r.CPUDir, "cpu.cfs_burst_us"))
-	} else if ma, mi, ok := cgroup.ParseKernelRelease(h.Kernel); ok {
-		h.BurstSupported = ma > 5 || ma == 5 && mi >= 14 // cpu.max.burst came with 5.14
-	}
-	return h
+// HostFacts describes the machine whose cgroup tree r is (trace.ReadHost);
+// fs locates its /proc and /sys.
+func (r *Root) HostFacts(fs hostfs.FS) trace.Host {
+	return trace.ReadHost(fs, r.Mode, &cgroup.Hierarchy{Version: r.Version, Dir: r.CPUDir})
 }

@@ -184,7 +184,9 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 //     the group was throttled lately, in the first pass after half-way:
 //     two or three readings per period instead of ten (focus);
 //   - a quiet group (no period counted lately): once a period, then less
-//     and less often, down to once a second.
+//     and less often, down to once a second; in the first pass after it
+//     is due while other groups run, in a pass of its own only when all
+//     are quiet.
 //
 // Waking up costs more than a read, so all groups share the passes.
 func (s *Sampler) Run(ctx context.Context) {
@@ -202,8 +204,11 @@ func (s *Sampler) Run(ctx context.Context) {
 		next, interval := s.pass(started, gap)
 		planned := next
 		if interval > 0 {
+			// Quiet groups wait for the next pass: a wake-up of their
+			// own each would cost more than the reading (a node's
+			// lightly used groups go quiet and wake up all the time).
 			gap = int64(float64(interval) * (0.8 + 0.4*rand.Float64()))
-			planned = min(next, started+gap)
+			planned = started + gap
 		}
 		planned = max(planned, started+int64(minPassGap))
 		timer.Reset(time.Duration(planned - s.now()))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
@@ -392,7 +393,7 @@ func TestFileOf(t *testing.T) {
 // closed.
 func TestScannerRealGroupGone(t *testing.T) {
 	testenv.NeedCgroups(t)
-	r, err := OpenRoot("/sys/fs/cgroup")
+	r, err := OpenRoot(hostfs.Default().CgroupDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
@@ -40,12 +41,12 @@ func TestSimulatorAgreesWithThisHost(t *testing.T) {
 	l := testenv.NeedCgroups(t)
 	parent := fmt.Sprintf("cfsprobe-suiteagree-%d", os.Getpid())
 	t.Cleanup(func() { testenv.NoLeftovers(t, l, parent) })
-	release := cgroup.KernelRelease("/proc")
+	release := cgroup.KernelRelease(hostfs.Default())
 	era, err := sim.EraOfRelease(release)
 	if err != nil {
 		t.Fatalf("this host's kernel %q: %v", release, err)
 	}
-	env := Env{CPUs: cgroup.OnlineCPUs("/sys"), Quick: true, Sim: &SimEnv{Era: era, Seed: 1, Measure: true}}
+	env := Env{CPUs: cgroup.OnlineCPUs(hostfs.Default()), Quick: true, Sim: &SimEnv{Era: era, Seed: 1, Measure: true}}
 	base := lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr}
 	all, err := Builtin()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -177,7 +178,7 @@ func TestBatchSimulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := Env{CPUs: 8, Quick: true, Sim: &SimEnv{Era: "5.14", Seed: 3, EventCPU: 250 * time.Microsecond}}
-	b, err := NewBatch([]*Suite{s}, env, lab.Config{Parent: "cfsprobe-never-made", ProcRoot: "/no/such/proc"})
+	b, err := NewBatch([]*Suite{s}, env, lab.Config{Parent: "cfsprobe-never-made", FS: hostfs.New("/no/such/root")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
 
 // RequireEnv is the variable under which cgroup tests fail instead of
@@ -22,7 +23,7 @@ func Required() bool { return os.Getenv(RequireEnv) == "1" }
 // returns the detected layout.
 func NeedCgroups(t testing.TB) *cgroup.Layout {
 	t.Helper()
-	l, err := cgroup.Detect("/proc", "/")
+	l, err := cgroup.Detect(hostfs.Default())
 	if err == nil {
 		err = cgroup.NewManager(l, "").CheckWritable()
 	}

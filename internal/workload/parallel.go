@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -197,7 +198,7 @@ func pinProcess(n int) {
 	if !ok {
 		return
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
+	tasks, err := os.ReadDir(hostfs.Default().Proc("self", "task"))
 	if err != nil {
 		return
 	}
