@@ -57,6 +57,10 @@ func TestErrors(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	simulated := filepath.Join(t.TempDir(), "simulated.json")
+	if r := cfsprobe(t, "simulate", "--out", simulated, "--kernel", "4.18", "--cpus", "0.2", "periodic", "--iterations", "3"); r.code != 0 {
+		t.Fatalf("simulate a trace: exit %d: %s", r.code, r.stderr)
+	}
 	cases := []errCase{
 		// What to run.
 		{name: "unknown workload", args: runArgs("nosuch"),
@@ -229,6 +233,8 @@ func TestErrors(t *testing.T) {
 			want: []string{`--parent ".."`, "below the hierarchy's root"}},
 		{name: "check parent outside the hierarchy", args: []string{"check", "--parent", "a//b"},
 			want: []string{`--parent "a//b"`, "below the hierarchy's root"}},
+		{name: "check a simulated trace", args: []string{"check", "--from-traces", simulated},
+			want: []string{simulated, "is a simulated trace", "kernel era 4.18", "give traces of real runs"}},
 		{name: "check report directory missing", args: []string{"check", "--parent", testParent, "--report", "/no/such/dir/r.html"},
 			want: []string{"--report /no/such/dir/r.html", "create it or choose another path"}},
 		{name: "report out directory missing", args: []string{"report", "-o", "/no/such/dir/r.html", file},
