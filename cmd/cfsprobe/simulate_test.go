@@ -120,3 +120,31 @@ func TestSimulateHelp(t *testing.T) {
 		t.Errorf("simulate bursty --help: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+// The era comparison --help gives shows what it says: on 4.18 the group
+// loses the runtime left on CPUs that went idle (it uses less than its
+// quota, and its bursts wait longer) and on 5.4 it does not.
+func TestSimulateHelpEraExample(t *testing.T) {
+	run := func(era string) *trace.Trace {
+		r := cfsprobe(t, "simulate", "--kernel", era, "--host-cpus", "64", "--quota", "50ms", "--json",
+			"bursty", "--threads", "64", "--on-cpu", "200us", "--off", "20ms", "--duration", "5s")
+		if r.code != 0 {
+			t.Fatalf("simulate --kernel %s: exit %d\n%s", era, r.code, r.stderr)
+		}
+		tr, err := trace.Read(strings.NewReader(r.stdout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	old, fixed := run("4.18"), run("5.4")
+	quota := 0.5 // CPUs
+	t.Logf("4.18: %.0f%% of the quota, p99 %v; 5.4: %.0f%%, p99 %v", 100*old.Summary.CPURatio/quota, time.Duration(old.Summary.LatencyNs.P99),
+		100*fixed.Summary.CPURatio/quota, time.Duration(fixed.Summary.LatencyNs.P99))
+	if old.Summary.CPURatio > 0.92*quota || fixed.Summary.CPURatio < 0.97*quota {
+		t.Errorf("CPU used: %.2f on 4.18, %.2f on 5.4 (quota %.2f): want 4.18 well under the quota, 5.4 at it", old.Summary.CPURatio, fixed.Summary.CPURatio, quota)
+	}
+	if old.Summary.LatencyNs.P99 < 3*fixed.Summary.LatencyNs.P99/2 {
+		t.Errorf("p99 %v on 4.18, %v on 5.4: want 4.18's far longer", time.Duration(old.Summary.LatencyNs.P99), time.Duration(fixed.Summary.LatencyNs.P99))
+	}
+}
