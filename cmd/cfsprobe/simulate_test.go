@@ -126,16 +126,8 @@ func TestSimulateHelp(t *testing.T) {
 // quota, and its bursts wait longer) and on 5.4 it does not.
 func TestSimulateHelpEraExample(t *testing.T) {
 	run := func(era string) *trace.Trace {
-		r := cfsprobe(t, "simulate", "--kernel", era, "--host-cpus", "64", "--quota", "50ms", "--json",
+		return simulateTrace(t, "--kernel", era, "--host-cpus", "64", "--quota", "50ms",
 			"bursty", "--threads", "64", "--on-cpu", "200us", "--off", "20ms", "--duration", "5s")
-		if r.code != 0 {
-			t.Fatalf("simulate --kernel %s: exit %d\n%s", era, r.code, r.stderr)
-		}
-		tr, err := trace.Read(strings.NewReader(r.stdout))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr
 	}
 	old, fixed := run("4.18"), run("5.4")
 	quota := 0.5 // CPUs
