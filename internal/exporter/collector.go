@@ -5,7 +5,6 @@
 package exporter
 
 import (
-	"bufio"
 	"io"
 	"maps"
 	"slices"
@@ -107,7 +106,6 @@ type Collector struct {
 	rows     []row                   // this scrape's groups
 	scrape   uint64                  // scrapes so far
 	families []*family               // per group, by name
-	w        *bufio.Writer           // WriteText's
 
 	took atomic.Int64 // ns the last scrape took to read the groups
 
@@ -157,8 +155,8 @@ type family struct {
 	value  func(r row) (v float64, ok bool)
 	hist   func(r row) *monitor.Histogram
 	labels func(r row) *labelSet
-	les    []string  // the rendered bucket bounds of lesOf
-	lesOf  []float64 // the bounds les renders
+	bounds []float64 // a histogram's buckets' upper bounds (the sampler's)
+	les    []string  // bounds as the text format writes them
 }
 
 // groupFamilies is the table of the per-group series (docs/metrics.md),
@@ -189,11 +187,11 @@ func groupFamilies() []*family {
 		f("cfsprobe_cpu_throttled_seconds_total", helpThrottledSeconds, counter, func(r row) (float64, bool) { return seconds(r.r.Stat.ThrottledNs), true }),
 		f("cfsprobe_cpu_bursts_total", helpBursts, counter, func(r row) (float64, bool) { return float64(r.r.Stat.NrBursts), burst(r) }),
 		f("cfsprobe_cpu_burst_seconds_total", helpBurstSeconds, counter, func(r row) (float64, bool) { return seconds(r.r.Stat.BurstNs), burst(r) }),
-		{name: "cfsprobe_period_usage_ratio", help: helpUsageRatio, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel,
+		{name: "cfsprobe_period_usage_ratio", help: helpUsageRatio, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel, bounds: UsageRatioBuckets,
 			hist: func(r row) *monitor.Histogram {
 				return histOf(r, func(h *monitor.GroupPeriods) *monitor.Histogram { return &h.Usage })
 			}},
-		{name: "cfsprobe_stall_seconds", help: helpStall, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel,
+		{name: "cfsprobe_stall_seconds", help: helpStall, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel, bounds: StallBuckets,
 			hist: func(r row) *monitor.Histogram {
 				return histOf(r, func(h *monitor.GroupPeriods) *monitor.Histogram { return &h.Stall })
 			}},
@@ -214,6 +212,9 @@ func groupFamilies() []*family {
 			labels = []string{"cgroup", "reason"}
 		}
 		f.desc = prometheus.NewDesc(f.name, f.help, labels, nil)
+		for _, b := range f.bounds {
+			f.les = append(f.les, strconv.FormatFloat(b, 'g', -1, 64))
+		}
 	}
 	return fs
 }
@@ -266,11 +267,7 @@ func (c *Collector) WriteText(w io.Writer, node prometheus.Gatherer) error {
 	defer c.mu.Unlock()
 	c.read()
 	mfs, gatherErr := node.Gather()
-	if c.w == nil {
-		c.w = bufio.NewWriterSize(w, 64<<10)
-	}
-	c.w.Reset(w)
-	enc := expfmt.NewEncoder(c.w, Text)
+	enc := expfmt.NewEncoder(w, Text)
 	var b []byte
 	fs := c.families
 	for len(mfs) > 0 || len(fs) > 0 {
@@ -291,7 +288,7 @@ func (c *Collector) WriteText(w io.Writer, node prometheus.Gatherer) error {
 			b = f.appendText(b, r)
 			some = some || len(b) > n
 			if len(b) > 32<<10 {
-				if _, err := c.w.Write(b); err != nil {
+				if _, err := w.Write(b); err != nil {
 					return err
 				}
 				b = b[:0]
@@ -300,14 +297,10 @@ func (c *Collector) WriteText(w io.Writer, node prometheus.Gatherer) error {
 		if !some {
 			continue
 		}
-		if _, err := c.w.Write(b); err != nil {
+		if _, err := w.Write(b); err != nil {
 			return err
 		}
 	}
-	if err := c.w.Flush(); err != nil {
-		return err
-	}
-	c.w.Reset(nil)
 	return gatherErr
 }
 
@@ -480,7 +473,7 @@ func (f *family) metric(r row) prometheus.Metric {
 		}
 		d := &dto.Histogram{SampleCount: proto.Uint64(h.Count), SampleSum: proto.Float64(h.Sum)}
 		var total uint64
-		for i, b := range h.Bounds {
+		for i, b := range f.bounds {
 			total += h.Counts[i]
 			d.Bucket = append(d.Bucket, &dto.Bucket{CumulativeCount: proto.Uint64(total), UpperBound: proto.Float64(b)})
 		}
@@ -543,14 +536,8 @@ func (f *family) appendText(b []byte, r row) []byte {
 	if h == nil {
 		return b
 	}
-	if len(f.lesOf) != len(h.Bounds) || (len(h.Bounds) > 0 && &f.lesOf[0] != &h.Bounds[0]) {
-		f.lesOf, f.les = h.Bounds, make([]string, len(h.Bounds))
-		for i, v := range h.Bounds {
-			f.les[i] = string(strconv.AppendFloat(nil, v, 'g', -1, 64))
-		}
-	}
 	var total uint64
-	for i := range h.Bounds {
+	for i := range f.les {
 		total += h.Counts[i]
 		b = appendSample(b, f.name, "_bucket", l.text, f.les[i], float64(total))
 	}
