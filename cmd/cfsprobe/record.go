@@ -20,8 +20,7 @@ type recordFlags struct {
 	container, pod string
 	cgroupRoot     string
 	procRoot       string
-	json           bool
-	out, report    string
+	outputFlags
 	sampleInterval time.Duration
 }
 
@@ -61,9 +60,7 @@ reported as a failed check. Nothing is written to the group.`,
 	fl.StringVar(&f.pod, "pod", "", "record the group of this Kubernetes pod UID")
 	fl.StringVar(&f.cgroupRoot, "cgroup-root", hostfs.Default().CgroupDir(), "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
 	fl.StringVar(&f.procRoot, "proc-root", hostfs.Default().Proc(), "where proc is mounted (for --pid)")
-	fl.BoolVar(&f.json, "json", false, "print the trace as JSON on stdout")
-	fl.StringVarP(&f.out, "out", "o", "", "save the trace to this file")
-	fl.StringVar(&f.report, "report", "", "write a report of the recording: FILE.html (charts), .md, .json or .txt")
+	f.outputFlags.add(fl, "print the trace as JSON on stdout", "recording")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", 0, "how often to read the counters (default period/10, at most 10ms)")
 	_ = fl.MarkHidden("sample-interval")
 	return c
@@ -113,12 +110,7 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	if c.Flags().Changed("duration") && f.duration <= 0 {
 		return usageErr("--duration %v must be positive; leave it out to record until Ctrl-C", f.duration)
 	}
-	if f.out != "" {
-		if err := checkWritable(f.out); err != nil {
-			return usageErr("cannot write the trace to %s: %v", f.out, err)
-		}
-	}
-	if err := checkReportPath(f.report); err != nil {
+	if err := f.outputFlags.check(); err != nil {
 		return err
 	}
 	root, err := openCgroupRoot(f.cgroupRoot)
@@ -148,5 +140,5 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	return writeTrace(c, tr, f.out, f.report, f.json)
+	return f.outputFlags.write(c, tr)
 }
