@@ -18,7 +18,7 @@ type recordFlags struct {
 	duration       time.Duration
 	pid            int
 	container, pod string
-	cgroupRoot     string
+	cgroupRoot     cgroupRoot
 	procRoot       string
 	outputFlags
 	sampleInterval time.Duration
@@ -58,7 +58,7 @@ reported as a failed check. Nothing is written to the group.`,
 	fl.IntVar(&f.pid, "pid", 0, "record the group of this process")
 	fl.StringVar(&f.container, "container", "", "record the group of this container ID (or a unique prefix of it)")
 	fl.StringVar(&f.pod, "pod", "", "record the group of this Kubernetes pod UID")
-	fl.StringVar(&f.cgroupRoot, "cgroup-root", hostfs.Default().CgroupDir(), "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
+	f.cgroupRoot.addFlag(fl)
 	fl.StringVar(&f.procRoot, "proc-root", hostfs.Default().Proc(), "where proc is mounted (for --pid)")
 	f.outputFlags.add(fl, "print the trace as JSON on stdout", "recording")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", 0, "how often to read the counters (default period/10, at most 10ms)")
@@ -113,7 +113,7 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	if err := f.outputFlags.check(); err != nil {
 		return err
 	}
-	root, err := openCgroupRoot(f.cgroupRoot)
+	root, err := f.cgroupRoot.open()
 	if err != nil {
 		return err
 	}
