@@ -143,13 +143,11 @@ trace's spec records it.`,
 
 func (f *limitFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
 	l := cgroup.Limits{Period: f.period, Burst: f.burst, Cpuset: f.cpuset}
-	var cpus *float64
 	var err error
 	switch cpusSet, quotaSet := c.Flags().Changed("cpus"), c.Flags().Changed("quota"); {
 	case cpusSet && quotaSet:
 		return l, usageErr("give --cpus or --quota, not both")
 	case cpusSet:
-		cpus = &f.cpus
 		var cl cgroup.Limits
 		cl, err = cgroup.CPULimits(f.cpus, f.period)
 		l.Quota = cl.Quota
@@ -162,7 +160,7 @@ func (f *limitFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
 		err = l.Validate()
 	}
 	if err != nil {
-		return l, limitErr(err, cpus)
+		return l, limitErr(err, f.given(c))
 	}
 	return l, nil
 }
