@@ -117,7 +117,8 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	g, err := root.Find(sel, hostfs.Default().WithProc(f.procRoot))
+	host := hostfs.Default().WithProc(f.procRoot) // --pid's proc, and the host's facts
+	g, err := root.Find(sel, host)
 	if err != nil {
 		if errors.Is(err, monitor.ErrNoGroup) {
 			return &exitError{2, err}
@@ -126,7 +127,7 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	}
 	rec, err := lab.PrepareRecord(lab.RecordConfig{
 		Group: g, Duration: f.duration, SampleInterval: f.sampleInterval, Args: given,
-		Host: root.HostFacts(hostfs.Default().WithProc(f.procRoot)),
+		Host: root.HostFacts(host),
 	})
 	if err != nil {
 		return sampleIntervalErr(err)
