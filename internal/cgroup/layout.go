@@ -68,14 +68,6 @@ type Layout struct {
 	Unified *Hierarchy // the cgroup2 mount, if any
 }
 
-// CPUVersion is the cgroup version through which the cpu controller is used.
-func (l *Layout) CPUVersion() int {
-	if l.CPU == nil {
-		return 0
-	}
-	return l.CPU.Version
-}
-
 // Detect finds the layout of the calling process from fs's
 // proc/self/mountinfo, its mount points taken under fs (hostfs.Default()
 // on the machine itself, a fixture tree in tests, the host's root in a

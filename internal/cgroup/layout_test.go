@@ -193,9 +193,6 @@ func TestDetectFixtures(t *testing.T) {
 				return
 			}
 			checkHier(t, "CPU", l.CPU, tc.cpu, root)
-			if l.CPUVersion() != tc.cpu.version {
-				t.Errorf("CPUVersion() = %d, want %d", l.CPUVersion(), tc.cpu.version)
-			}
 			if tc.cpuAcct == nil {
 				if l.CPUAcct != l.CPU {
 					t.Errorf("CPUAcct = %+v, want the CPU hierarchy itself", l.CPUAcct)
@@ -220,7 +217,7 @@ func TestDetectFixtures(t *testing.T) {
 			}
 
 			// The files found there parse to what the fixture says.
-			st, mx := readGroupFiles(t, l.CPUVersion(), cpuDir, acctDir)
+			st, mx := readGroupFiles(t, l.CPU.Version, cpuDir, acctDir)
 			if st != tc.stat {
 				t.Errorf("stat = %+v, want %+v", st, tc.stat)
 			}
