@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,27 @@ func needCgroups(t *testing.T) *cgroup.Layout {
 	l := testenv.NeedCgroups(t)
 	t.Cleanup(func() { testenv.NoLeftovers(t, l, testParent) })
 	return l
+}
+
+// busyLoop starts a shell's endless loop in the groups dirs (each one's
+// cgroup.procs) and kills it when the test ends: its cleanup runs before
+// those registered earlier, such as the one that removes the groups.
+func busyLoop(t *testing.T, dirs ...string) *exec.Cmd {
+	t.Helper()
+	busy := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = busy.Process.Kill()
+		_ = busy.Wait()
+	})
+	for _, d := range dirs {
+		if err := cgroup.WriteFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(busy.Process.Pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return busy
 }
 
 // checkConsistency asserts item 5 of the lab's must-show list: the

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,12 +29,7 @@ func TestRecordHandMadeGroup(t *testing.T) {
 			dirs = append(dirs, filepath.Join(h.Dir, name))
 		}
 	}
-	var busy *exec.Cmd
-	t.Cleanup(func() {
-		if busy != nil && busy.Process != nil {
-			_ = busy.Process.Kill()
-			_ = busy.Wait()
-		}
+	t.Cleanup(func() { // after busyLoop's, which kills the loop
 		for _, d := range dirs {
 			rmCgroup(t, d)
 		}
@@ -55,15 +49,7 @@ func TestRecordHandMadeGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	busy = exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := busy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range dirs {
-		if err := cgroup.WriteFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(busy.Process.Pid)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	busy := busyLoop(t, dirs...)
 	acct := ""
 	if len(dirs) > 1 {
 		acct = dirs[1]

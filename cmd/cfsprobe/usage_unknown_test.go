@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -40,14 +39,9 @@ func TestCPUOnlyGroupRealCgroups(t *testing.T) {
 	name := fmt.Sprintf("cfsprobe-cpuonly-%d", os.Getpid())
 	dir, rel := filepath.Join(l.CPU.Dir, name), "/"+name
 	const quotaUs, periodUs = 5000, 100000
-	var busy *exec.Cmd
 	// Registered before anything is made, so that a failure at any step
-	// still kills the loop (by its PID) and removes the group.
+	// still removes the group (after busyLoop's cleanup killed the loop).
 	t.Cleanup(func() {
-		if busy != nil && busy.Process != nil {
-			_ = busy.Process.Kill()
-			_ = busy.Wait()
-		}
 		rmCgroup(t, dir)
 		testenv.NoLeftovers(t, l, name)
 	})
@@ -62,13 +56,7 @@ func TestCPUOnlyGroupRealCgroups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	busy = exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := busy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cgroup.WriteFile(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(busy.Process.Pid)); err != nil {
-		t.Fatal(err)
-	}
+	busyLoop(t, dir)
 	// The group's own counters: cpu.stat, no cpuacct.usage.
 	stat := func() cgroup.Stat {
 		t.Helper()
