@@ -311,11 +311,7 @@ func makeLimitedParent(t *testing.T) {
 			t.Errorf("remove %s: %v", dir, err)
 		}
 	})
-	for _, f := range []struct{ name, value string }{{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", "100000"}} {
-		if err := cgroup.WriteFile(filepath.Join(dir, f.name), f.value); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setQuota(t, 1, dir, 100000, 100000)
 }
 
 // testGroupRE matches the parent groups tests make, named after their

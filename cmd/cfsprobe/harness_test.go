@@ -106,6 +106,22 @@ func needCgroups(t *testing.T) *cgroup.Layout {
 	return l
 }
 
+// setQuota gives the group dir in the cpu hierarchy of cgroup version
+// quotaUs per periodUs: cpu.max on v2; on v1 cpu.cfs_period_us, then
+// cpu.cfs_quota_us (which the kernel checks against the period).
+func setQuota(t *testing.T, version int, dir string, quotaUs, periodUs int) {
+	t.Helper()
+	var err error
+	if version == 2 {
+		err = cgroup.WriteFile(filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d %d", quotaUs, periodUs))
+	} else if err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), strconv.Itoa(periodUs)); err == nil {
+		err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), strconv.Itoa(quotaUs))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // busyLoop starts a shell's endless loop in the groups dirs (each one's
 // cgroup.procs) and kills it when the test ends: its cleanup runs before
 // those registered earlier, such as the one that removes the groups.

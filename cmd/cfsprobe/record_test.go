@@ -40,15 +40,7 @@ func TestRecordHandMadeGroup(t *testing.T) {
 			t.Fatalf("create cgroup: %v", err)
 		}
 	}
-	var err error
-	if l.CPU.Version == 2 {
-		err = cgroup.WriteFile(filepath.Join(dirs[0], "cpu.max"), "20000 100000")
-	} else {
-		err = cgroup.WriteFile(filepath.Join(dirs[0], "cpu.cfs_quota_us"), "20000")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	setQuota(t, l.CPU.Version, dirs[0], 20000, 100000)
 	busy := busyLoop(t, dirs...)
 	acct := ""
 	if len(dirs) > 1 {

@@ -170,24 +170,8 @@ func TestTopOnceJSONRealCgroups(t *testing.T) {
 			}
 		}
 	}
-	setQuota := func(child string, quotaUs int) {
-		t.Helper()
-		dir := filepath.Join(l.CPU.Dir, topParent, child)
-		var err error
-		if l.CPU.Version == 2 {
-			err = cgroup.WriteFile(filepath.Join(dir, "cpu.max"), strconv.Itoa(quotaUs)+" 100000")
-		} else {
-			err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), "100000")
-			if err == nil {
-				err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), strconv.Itoa(quotaUs))
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	setQuota("busy", 20000)
-	setQuota("idle", 50000)
+	setQuota(t, l.CPU.Version, filepath.Join(l.CPU.Dir, topParent, "busy"), 20000, 100000)
+	setQuota(t, l.CPU.Version, filepath.Join(l.CPU.Dir, topParent, "idle"), 50000, 100000)
 
 	var busyDirs []string
 	for _, h := range hierarchies {

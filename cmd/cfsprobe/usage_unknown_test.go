@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,11 +50,7 @@ func TestCPUOnlyGroupRealCgroups(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(l.CPUAcct.Dir, name)); err == nil {
 		t.Fatalf("%s exists in cpuacct too: not the case under test", name)
 	}
-	for f, v := range map[string]int{"cpu.cfs_period_us": periodUs, "cpu.cfs_quota_us": quotaUs} {
-		if err := cgroup.WriteFile(filepath.Join(dir, f), strconv.Itoa(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setQuota(t, 1, dir, quotaUs, periodUs)
 	busyLoop(t, dir)
 	// The group's own counters: cpu.stat, no cpuacct.usage.
 	stat := func() cgroup.Stat {
