@@ -63,10 +63,10 @@ func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	engineArgs := workload.EngineArgs(wl)
-	if engineArgs == nil {
+	if workload.Engine(wl) != trace.EngineC {
 		t.Fatal("this test binary was built without the C engine: run make native first")
 	}
+	engineArgs := wl.(workload.Native).NativeArgs()
 	path, err := workload.EnginePath()
 	if err != nil {
 		t.Fatal(err)
