@@ -82,10 +82,9 @@ type Config struct {
 
 // Plan is a validated run: everything was checked, nothing created yet.
 type Plan struct {
-	cfg    Config
-	layout *cgroup.Layout
-	mgr    *cgroup.Manager
-	wl     workload.Workload
+	cfg Config
+	mgr *cgroup.Manager
+	wl  workload.Workload
 	// pin is where wl keeps its threads (nil: on all the CPUs it may
 	// use); see onPinCPUs.
 	pin      *unix.CPUSet
@@ -163,7 +162,6 @@ func Prepare(cfg Config) (*Plan, error) {
 		}
 		return ue(fmt.Errorf("%w: check --proc-root and --fs-root", err))
 	}
-	p.layout = layout
 	p.mgr = cgroup.NewManager(layout, cfg.Parent)
 	if err := p.mgr.CheckWritable(); err != nil {
 		return ue(err)
