@@ -365,8 +365,8 @@ func checkUserError(t *testing.T, r result, want ...string) {
 func hierarchyRoots() []string {
 	roots := []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpuset"}
 	if l, err := cgroup.Detect(hostfs.Default()); err == nil {
-		for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct, l.CPUSet, l.Unified} {
-			if h != nil && !slices.Contains(roots, h.Dir) {
+		for _, h := range l.Hierarchies() {
+			if !slices.Contains(roots, h.Dir) {
 				roots = append(roots, h.Dir)
 			}
 		}

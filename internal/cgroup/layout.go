@@ -68,6 +68,18 @@ type Layout struct {
 	Unified *Hierarchy // the cgroup2 mount, if any
 }
 
+// Hierarchies are the layout's mounted hierarchies, each directory once
+// (cpu and cpuacct may be one): CPU, CPUAcct, CPUSet, Unified.
+func (l *Layout) Hierarchies() []*Hierarchy {
+	var out []*Hierarchy
+	for _, h := range []*Hierarchy{l.CPU, l.CPUAcct, l.CPUSet, l.Unified} {
+		if h != nil && !slices.ContainsFunc(out, func(o *Hierarchy) bool { return o.Dir == h.Dir }) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // Detect finds the layout of the calling process from fs's
 // proc/self/mountinfo, its mount points taken under fs (hostfs.Default()
 // on the machine itself, a fixture tree in tests, the host's root in a

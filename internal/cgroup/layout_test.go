@@ -252,6 +252,31 @@ func TestFixturesAllTested(t *testing.T) {
 	}
 }
 
+// Hierarchies lists each mounted hierarchy once, in the order CPU,
+// CPUAcct, CPUSet, Unified: co-mounted cpu,cpuacct and a v2 tree that
+// carries them all are one.
+func TestHierarchies(t *testing.T) {
+	for name, want := range map[string][]string{
+		"v1-apart":      {"cpu", "cpuacct", "cpuset", "unified"},
+		"v1-comounted":  {"cpu,cpuacct", "cpuset"},
+		"hybrid-cpu-v2": {"unified", "cpuset"},
+		"v2":            {""},
+	} {
+		root := filepath.Join("testdata", name)
+		l, err := Detect(hostfs.New(root))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got []string
+		for _, h := range l.Hierarchies() {
+			got = append(got, strings.TrimPrefix(strings.TrimPrefix(h.Dir, filepath.Join(root, "sys/fs/cgroup")), "/"))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Hierarchies() = %q, want %q", name, got, want)
+		}
+	}
+}
+
 func checkHier(t *testing.T, what string, got *Hierarchy, want *hier, root string) {
 	t.Helper()
 	if want == nil {
