@@ -42,23 +42,11 @@ func TestRecordHandMadeGroup(t *testing.T) {
 	}
 	setQuota(t, l.CPU.Version, dirs[0], 20000, 100000)
 	busy := busyLoop(t, dirs...)
-	acct := ""
-	if len(dirs) > 1 {
-		acct = dirs[1]
-	}
-	stat := func() cgroup.Stat {
-		t.Helper()
-		s, err := cgroup.ReadStat(dirs[0], acct, l.CPU.Version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 
 	out := filepath.Join(t.TempDir(), "recorded.json")
-	before := stat()
+	before := readStat(t, l, name)
 	r := cfsprobe(t, "record", "/"+name, "--duration", "3s", "--out", out)
-	after := stat()
+	after := readStat(t, l, name)
 	if r.code != 0 {
 		t.Fatalf("record: exit %d\n%s", r.code, r.stderr)
 	}
