@@ -142,10 +142,8 @@ func groupTasks(dir string) ([]int, error) {
 // layoutRoots are the hierarchy roots of the layout, each once.
 func layoutRoots(l *cgroup.Layout) []string {
 	var roots []string
-	for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct, l.CPUSet, l.Unified} {
-		if h != nil && !slices.Contains(roots, h.Dir) {
-			roots = append(roots, h.Dir)
-		}
+	for _, h := range l.Hierarchies() {
+		roots = append(roots, h.Dir)
 	}
 	return roots
 }

@@ -418,19 +418,7 @@ func (g *realGroups) mkdir(h *cgroup.Hierarchy, rel string) string {
 
 func (g *realGroups) setQuota(rel string, us int) {
 	g.t.Helper()
-	dir := filepath.Join(g.l.CPU.Dir, testParent, rel)
-	var err error
-	if g.l.CPU.Version == 2 {
-		err = cgroup.WriteFile(filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d 100000", us))
-	} else {
-		err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), "100000")
-		if err == nil {
-			err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), strconv.Itoa(us))
-		}
-	}
-	if err != nil {
-		g.t.Fatal(err)
-	}
+	setQuota(g.t, g.l.CPU.Version, filepath.Join(g.l.CPU.Dir, testParent, rel), us, 100000)
 }
 
 // makeCpuset gives group rel the CPUs list in the cpuset hierarchy (on v1

@@ -311,11 +311,7 @@ func makeLimitedParent(t *testing.T) {
 			t.Errorf("remove %s: %v", dir, err)
 		}
 	})
-	for _, f := range []struct{ name, value string }{{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", "100000"}} {
-		if err := cgroup.WriteFile(filepath.Join(dir, f.name), f.value); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setQuota(t, 1, dir, 100000, 100000)
 }
 
 // testGroupRE matches the parent groups tests make, named after their
@@ -369,8 +365,8 @@ func checkUserError(t *testing.T, r result, want ...string) {
 func hierarchyRoots() []string {
 	roots := []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpuset"}
 	if l, err := cgroup.Detect(hostfs.Default()); err == nil {
-		for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct, l.CPUSet, l.Unified} {
-			if h != nil && !slices.Contains(roots, h.Dir) {
+		for _, h := range l.Hierarchies() {
+			if !slices.Contains(roots, h.Dir) {
 				roots = append(roots, h.Dir)
 			}
 		}

@@ -15,7 +15,7 @@ import (
 
 type exporterFlags struct {
 	listen           string
-	cgroupRoot       string
+	cgroupRoot       cgroupRoot
 	scanInterval     time.Duration
 	samplerMaxGroups int
 	all              bool
@@ -52,7 +52,7 @@ Logs go to stderr; SIGINT or SIGTERM stops it cleanly.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.listen, "listen", exporter.DefaultListen, "address of the HTTP server")
-	fl.StringVar(&f.cgroupRoot, "cgroup-root", hostfs.Default().CgroupDir(), "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
+	f.cgroupRoot.addFlag(fl)
 	fl.DurationVar(&f.scanInterval, "scan-interval", exporter.DefaultScanInterval, "how often the tree is walked to find new and removed groups and read their limits")
 	fl.IntVar(&f.samplerMaxGroups, "sampler-max-groups", exporter.DefaultSamplerMaxGroups, "most groups the per-period sampler follows (0: no sampler)")
 	fl.BoolVar(&f.all, "all", false, "report cgroups without a CPU limit too (counters and info only)")
@@ -66,7 +66,7 @@ func runExporter(f *exporterFlags) error {
 	if f.samplerMaxGroups < 0 {
 		return usageErr("--sampler-max-groups %d is negative: use 0 for no sampler, or the most groups to follow", f.samplerMaxGroups)
 	}
-	root, err := openCgroupRoot(f.cgroupRoot)
+	root, err := f.cgroupRoot.open()
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,43 @@ func needCgroups(t *testing.T) *cgroup.Layout {
 	l := testenv.NeedCgroups(t)
 	t.Cleanup(func() { testenv.NoLeftovers(t, l, testParent) })
 	return l
+}
+
+// setQuota gives the group dir in the cpu hierarchy of cgroup version
+// quotaUs per periodUs: cpu.max on v2; on v1 cpu.cfs_period_us, then
+// cpu.cfs_quota_us (which the kernel checks against the period).
+func setQuota(t *testing.T, version int, dir string, quotaUs, periodUs int) {
+	t.Helper()
+	var err error
+	if version == 2 {
+		err = cgroup.WriteFile(filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d %d", quotaUs, periodUs))
+	} else if err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), strconv.Itoa(periodUs)); err == nil {
+		err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), strconv.Itoa(quotaUs))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// busyLoop starts a shell's endless loop in the groups dirs (each one's
+// cgroup.procs) and kills it when the test ends: its cleanup runs before
+// those registered earlier, such as the one that removes the groups.
+func busyLoop(t *testing.T, dirs ...string) *exec.Cmd {
+	t.Helper()
+	busy := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = busy.Process.Kill()
+		_ = busy.Wait()
+	})
+	for _, d := range dirs {
+		if err := cgroup.WriteFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(busy.Process.Pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return busy
 }
 
 // checkConsistency asserts item 5 of the lab's must-show list: the

@@ -56,14 +56,23 @@ func (h *hostRoots) addFlags(fl *pflag.FlagSet) {
 // FS is the machine the flags locate.
 func (h *hostRoots) FS() hostfs.FS { return hostfs.New(h.fs).WithProc(h.proc) }
 
-// openCgroupRoot opens the --cgroup-root of top and exporter.
-func openCgroupRoot(dir string) (*monitor.Root, error) {
-	root, err := monitor.OpenRoot(dir)
+// cgroupRoot is the --cgroup-root of the commands that walk a cgroup
+// tree (top, record, exporter): the directory the cgroup filesystems are
+// mounted in.
+type cgroupRoot string
+
+func (r *cgroupRoot) addFlag(fl *pflag.FlagSet) {
+	fl.StringVar((*string)(r), "cgroup-root", hostfs.Default().CgroupDir(), "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
+}
+
+// open opens the tree, or says in the flag's words why it cannot.
+func (r cgroupRoot) open() (*monitor.Root, error) {
+	root, err := monitor.OpenRoot(string(r))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, usageErr("--cgroup-root %s does not exist: pass the directory the cgroup filesystems are mounted in, normally /sys/fs/cgroup (in a container, where the host's is mounted)", dir)
+		return nil, usageErr("--cgroup-root %s does not exist: pass the directory the cgroup filesystems are mounted in, normally /sys/fs/cgroup (in a container, where the host's is mounted)", r)
 	case err != nil:
-		return nil, usageErr("--cgroup-root %s: %v", dir, err)
+		return nil, usageErr("--cgroup-root %s: %v", r, err)
 	}
 	return root, nil
 }

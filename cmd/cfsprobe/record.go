@@ -18,10 +18,9 @@ type recordFlags struct {
 	duration       time.Duration
 	pid            int
 	container, pod string
-	cgroupRoot     string
+	cgroupRoot     cgroupRoot
 	procRoot       string
-	json           bool
-	out, report    string
+	outputFlags
 	sampleInterval time.Duration
 }
 
@@ -59,11 +58,9 @@ reported as a failed check. Nothing is written to the group.`,
 	fl.IntVar(&f.pid, "pid", 0, "record the group of this process")
 	fl.StringVar(&f.container, "container", "", "record the group of this container ID (or a unique prefix of it)")
 	fl.StringVar(&f.pod, "pod", "", "record the group of this Kubernetes pod UID")
-	fl.StringVar(&f.cgroupRoot, "cgroup-root", hostfs.Default().CgroupDir(), "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
+	f.cgroupRoot.addFlag(fl)
 	fl.StringVar(&f.procRoot, "proc-root", hostfs.Default().Proc(), "where proc is mounted (for --pid)")
-	fl.BoolVar(&f.json, "json", false, "print the trace as JSON on stdout")
-	fl.StringVarP(&f.out, "out", "o", "", "save the trace to this file")
-	fl.StringVar(&f.report, "report", "", "write a report of the recording: FILE.html (charts), .md, .json or .txt")
+	f.outputFlags.add(fl, "print the trace as JSON on stdout", "recording")
 	fl.DurationVar(&f.sampleInterval, "sample-interval", 0, "how often to read the counters (default period/10, at most 10ms)")
 	_ = fl.MarkHidden("sample-interval")
 	return c
@@ -113,19 +110,15 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	if c.Flags().Changed("duration") && f.duration <= 0 {
 		return usageErr("--duration %v must be positive; leave it out to record until Ctrl-C", f.duration)
 	}
-	if f.out != "" {
-		if err := checkWritable(f.out); err != nil {
-			return usageErr("cannot write the trace to %s: %v", f.out, err)
-		}
-	}
-	if err := checkReportPath(f.report); err != nil {
+	if err := f.outputFlags.check(); err != nil {
 		return err
 	}
-	root, err := openCgroupRoot(f.cgroupRoot)
+	root, err := f.cgroupRoot.open()
 	if err != nil {
 		return err
 	}
-	g, err := root.Find(sel, hostfs.Default().WithProc(f.procRoot))
+	host := hostfs.Default().WithProc(f.procRoot) // --pid's proc, and the host's facts
+	g, err := root.Find(sel, host)
 	if err != nil {
 		if errors.Is(err, monitor.ErrNoGroup) {
 			return &exitError{2, err}
@@ -134,7 +127,7 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	}
 	rec, err := lab.PrepareRecord(lab.RecordConfig{
 		Group: g, Duration: f.duration, SampleInterval: f.sampleInterval, Args: given,
-		Host: root.HostFacts(hostfs.Default().WithProc(f.procRoot)),
+		Host: root.HostFacts(host),
 	})
 	if err != nil {
 		return sampleIntervalErr(err)
@@ -148,5 +141,5 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	return writeTrace(c, tr, f.out, f.report, f.json)
+	return f.outputFlags.write(c, tr)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,12 +29,7 @@ func TestRecordHandMadeGroup(t *testing.T) {
 			dirs = append(dirs, filepath.Join(h.Dir, name))
 		}
 	}
-	var busy *exec.Cmd
-	t.Cleanup(func() {
-		if busy != nil && busy.Process != nil {
-			_ = busy.Process.Kill()
-			_ = busy.Wait()
-		}
+	t.Cleanup(func() { // after busyLoop's, which kills the loop
 		for _, d := range dirs {
 			rmCgroup(t, d)
 		}
@@ -46,41 +40,13 @@ func TestRecordHandMadeGroup(t *testing.T) {
 			t.Fatalf("create cgroup: %v", err)
 		}
 	}
-	var err error
-	if l.CPU.Version == 2 {
-		err = cgroup.WriteFile(filepath.Join(dirs[0], "cpu.max"), "20000 100000")
-	} else {
-		err = cgroup.WriteFile(filepath.Join(dirs[0], "cpu.cfs_quota_us"), "20000")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	busy = exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := busy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range dirs {
-		if err := cgroup.WriteFile(filepath.Join(d, "cgroup.procs"), strconv.Itoa(busy.Process.Pid)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	acct := ""
-	if len(dirs) > 1 {
-		acct = dirs[1]
-	}
-	stat := func() cgroup.Stat {
-		t.Helper()
-		s, err := cgroup.ReadStat(dirs[0], acct, l.CPU.Version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	setQuota(t, l.CPU.Version, dirs[0], 20000, 100000)
+	busy := busyLoop(t, dirs...)
 
 	out := filepath.Join(t.TempDir(), "recorded.json")
-	before := stat()
+	before := readStat(t, l, name)
 	r := cfsprobe(t, "record", "/"+name, "--duration", "3s", "--out", out)
-	after := stat()
+	after := readStat(t, l, name)
 	if r.code != 0 {
 		t.Fatalf("record: exit %d\n%s", r.code, r.stderr)
 	}

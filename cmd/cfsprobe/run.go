@@ -54,11 +54,12 @@ type outputFlags struct {
 	report string
 }
 
-// add defines the flags; jsonUsage is --json's help.
-func (f *outputFlags) add(fl *pflag.FlagSet, jsonUsage string) {
+// add defines the flags; jsonUsage is --json's help, of what the trace
+// is of ("run", "recording") for --report's.
+func (f *outputFlags) add(fl *pflag.FlagSet, jsonUsage, of string) {
 	fl.BoolVar(&f.json, "json", false, jsonUsage)
 	fl.StringVarP(&f.out, "out", "o", "", "save the trace to this file")
-	fl.StringVar(&f.report, "report", "", "write a report of the run: FILE.html (charts), .md, .json or .txt")
+	fl.StringVar(&f.report, "report", "", "write a report of the "+of+": FILE.html (charts), .md, .json or .txt")
 }
 
 // check fails before anything runs when the trace or the report could
@@ -72,9 +73,27 @@ func (f *outputFlags) check() error {
 	return checkReportPath(f.report)
 }
 
-// write saves and prints the trace (writeTrace).
+// write saves the trace to --out (if given), writes its report (if
+// given), and prints it: as JSON with --json, else its summary.
 func (f *outputFlags) write(c *cobra.Command, tr *trace.Trace) error {
-	return writeTrace(c, tr, f.out, f.report, f.json)
+	if f.out != "" {
+		if err := tr.WriteFile(f.out); err != nil {
+			return err
+		}
+	}
+	if f.report != "" {
+		if err := saveReport(f.report, "", []*trace.Trace{tr}); err != nil {
+			return err
+		}
+	}
+	if f.json {
+		return tr.Write(c.OutOrStdout())
+	}
+	report.Summary(c.OutOrStdout(), tr)
+	if f.out != "" {
+		fmt.Fprintf(c.OutOrStdout(), "trace      %s\n", f.out)
+	}
+	return nil
 }
 
 func newRunCmd() *cobra.Command {
@@ -112,7 +131,7 @@ trace's spec records it.`,
 	c.Flags().SetInterspersed(false)
 	fl := c.Flags()
 	f.limitFlags.add(fl)
-	f.outputFlags.add(fl, "print the trace as JSON on stdout (workload output goes to stderr)")
+	f.outputFlags.add(fl, "print the trace as JSON on stdout (workload output goes to stderr)", "run")
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "group under which the run's group is created")
 	f.roots.addFlags(fl)
 	fl.StringVar(&f.view, "view", "", "give the workload a view of N CPUs, or auto: the run's quota rounded by --view-round (as cfsprobe exec does; see its --help)")
@@ -124,13 +143,11 @@ trace's spec records it.`,
 
 func (f *limitFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
 	l := cgroup.Limits{Period: f.period, Burst: f.burst, Cpuset: f.cpuset}
-	var cpus *float64
 	var err error
 	switch cpusSet, quotaSet := c.Flags().Changed("cpus"), c.Flags().Changed("quota"); {
 	case cpusSet && quotaSet:
 		return l, usageErr("give --cpus or --quota, not both")
 	case cpusSet:
-		cpus = &f.cpus
 		var cl cgroup.Limits
 		cl, err = cgroup.CPULimits(f.cpus, f.period)
 		l.Quota = cl.Quota
@@ -143,7 +160,7 @@ func (f *limitFlags) limits(c *cobra.Command) (cgroup.Limits, error) {
 		err = l.Validate()
 	}
 	if err != nil {
-		return l, limitErr(err, cpus)
+		return l, limitErr(err, f.given(c))
 	}
 	return l, nil
 }
@@ -294,29 +311,5 @@ func (f *runFlags) applyView(c *cobra.Command, cfg *lab.Config) error {
 	}
 	cfg.Env = append(cfg.Env, cpuview.Assignments(plan.Changes)...)
 	cfg.View = plan.TraceView()
-	return nil
-}
-
-// writeTrace saves a run's or a recording's trace to out (if given),
-// writes its report (if given), and prints it: as JSON with asJSON, else
-// its summary.
-func writeTrace(c *cobra.Command, tr *trace.Trace, out, reportPath string, asJSON bool) error {
-	if out != "" {
-		if err := tr.WriteFile(out); err != nil {
-			return err
-		}
-	}
-	if reportPath != "" {
-		if err := saveReport(reportPath, "", []*trace.Trace{tr}); err != nil {
-			return err
-		}
-	}
-	if asJSON {
-		return tr.Write(c.OutOrStdout())
-	}
-	report.Summary(c.OutOrStdout(), tr)
-	if out != "" {
-		fmt.Fprintf(c.OutOrStdout(), "trace      %s\n", out)
-	}
 	return nil
 }

@@ -88,7 +88,7 @@ The same --seed gives the same trace.`,
 	c.Flags().SetInterspersed(false)
 	fl := c.Flags()
 	f.limitFlags.add(fl)
-	f.outputFlags.add(fl, "print the trace as JSON on stdout")
+	f.outputFlags.add(fl, "print the trace as JSON on stdout", "run")
 	f.simFlags.add(fl)
 	return c
 }

@@ -17,7 +17,7 @@ type topFlags struct {
 	interval   time.Duration
 	sort       string
 	all        bool
-	cgroupRoot string
+	cgroupRoot cgroupRoot
 	once       bool
 	json       bool
 }
@@ -75,7 +75,7 @@ whose usage cannot be read has usage_cpus and usage_ns null and usage_unknown
 	fl.DurationVar(&f.interval, "interval", time.Second, "time between readings (the figures are over this interval)")
 	fl.StringVar(&f.sort, "sort", string(top.SortThrottled), "order of the rows: "+sortKeyNames())
 	fl.BoolVar(&f.all, "all", false, "show every cgroup, not only those with a CPU limit")
-	fl.StringVar(&f.cgroupRoot, "cgroup-root", hostfs.Default().CgroupDir(), "directory the cgroup filesystems are mounted in (in a container: the host's, e.g. /host/sys/fs/cgroup)")
+	f.cgroupRoot.addFlag(fl)
 	fl.BoolVar(&f.once, "once", false, "read twice, --interval apart, print the table and exit")
 	fl.BoolVar(&f.json, "json", false, "with --once: print the rows as JSON")
 	return c
@@ -100,7 +100,7 @@ func runTop(c *cobra.Command, f *topFlags) error {
 			return usageErr("the live view needs a terminal that understands escape sequences, not TERM=dumb: use cfsprobe top --once")
 		}
 	}
-	root, err := openCgroupRoot(f.cgroupRoot)
+	root, err := f.cgroupRoot.open()
 	if err != nil {
 		return err
 	}

@@ -142,14 +142,9 @@ func TestTopOnceJSONRealCgroups(t *testing.T) {
 		hierarchies = append(hierarchies, l.CPUAcct.Dir)
 	}
 	children := []string{"unlimited", "busy", "idle"}
-	var busy *exec.Cmd
 	// Registered before anything is made, so that a failure at any step
-	// still removes it all.
+	// still removes it all (after busyLoop's cleanup killed the loop).
 	t.Cleanup(func() {
-		if busy != nil && busy.Process != nil {
-			_ = busy.Process.Kill()
-			_ = busy.Wait()
-		}
 		for _, h := range hierarchies {
 			for _, c := range children {
 				rmCgroup(t, filepath.Join(h, topParent, c))
@@ -175,34 +170,14 @@ func TestTopOnceJSONRealCgroups(t *testing.T) {
 			}
 		}
 	}
-	setQuota := func(child string, quotaUs int) {
-		t.Helper()
-		dir := filepath.Join(l.CPU.Dir, topParent, child)
-		var err error
-		if l.CPU.Version == 2 {
-			err = cgroup.WriteFile(filepath.Join(dir, "cpu.max"), strconv.Itoa(quotaUs)+" 100000")
-		} else {
-			err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), "100000")
-			if err == nil {
-				err = cgroup.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), strconv.Itoa(quotaUs))
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	setQuota("busy", 20000)
-	setQuota("idle", 50000)
+	setQuota(t, l.CPU.Version, filepath.Join(l.CPU.Dir, topParent, "busy"), 20000, 100000)
+	setQuota(t, l.CPU.Version, filepath.Join(l.CPU.Dir, topParent, "idle"), 50000, 100000)
 
-	busy = exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := busy.Start(); err != nil {
-		t.Fatal(err)
-	}
+	var busyDirs []string
 	for _, h := range hierarchies {
-		if err := cgroup.WriteFile(filepath.Join(h, topParent, "busy", "cgroup.procs"), strconv.Itoa(busy.Process.Pid)); err != nil {
-			t.Fatal(err)
-		}
+		busyDirs = append(busyDirs, filepath.Join(h, topParent, "busy"))
 	}
+	busyLoop(t, busyDirs...)
 	time.Sleep(300 * time.Millisecond) // throttled by now
 
 	busyGroup, idleGroup := topParent+"/busy", topParent+"/idle"

@@ -10,9 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,14 +38,9 @@ func TestCPUOnlyGroupRealCgroups(t *testing.T) {
 	name := fmt.Sprintf("cfsprobe-cpuonly-%d", os.Getpid())
 	dir, rel := filepath.Join(l.CPU.Dir, name), "/"+name
 	const quotaUs, periodUs = 5000, 100000
-	var busy *exec.Cmd
 	// Registered before anything is made, so that a failure at any step
-	// still kills the loop (by its PID) and removes the group.
+	// still removes the group (after busyLoop's cleanup killed the loop).
 	t.Cleanup(func() {
-		if busy != nil && busy.Process != nil {
-			_ = busy.Process.Kill()
-			_ = busy.Wait()
-		}
 		rmCgroup(t, dir)
 		testenv.NoLeftovers(t, l, name)
 	})
@@ -57,18 +50,8 @@ func TestCPUOnlyGroupRealCgroups(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(l.CPUAcct.Dir, name)); err == nil {
 		t.Fatalf("%s exists in cpuacct too: not the case under test", name)
 	}
-	for f, v := range map[string]int{"cpu.cfs_period_us": periodUs, "cpu.cfs_quota_us": quotaUs} {
-		if err := cgroup.WriteFile(filepath.Join(dir, f), strconv.Itoa(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	busy = exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := busy.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cgroup.WriteFile(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(busy.Process.Pid)); err != nil {
-		t.Fatal(err)
-	}
+	setQuota(t, 1, dir, quotaUs, periodUs)
+	busyLoop(t, dir)
 	// The group's own counters: cpu.stat, no cpuacct.usage.
 	stat := func() cgroup.Stat {
 		t.Helper()

@@ -29,12 +29,7 @@ var groupNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*-(\d+)-[0-9a-f]{8}$`)
 // Whether a group's owner still runs is read from fs's proc.
 func (m *Manager) Leftovers(fs hostfs.FS) ([]Leftover, error) {
 	var out []Leftover
-	seen := map[string]bool{}
-	for _, h := range []*Hierarchy{m.Layout.CPU, m.Layout.CPUAcct, m.Layout.CPUSet, m.Layout.Unified} {
-		if h == nil || seen[h.Dir] {
-			continue
-		}
-		seen[h.Dir] = true
+	for _, h := range m.Layout.Hierarchies() {
 		pdir := filepath.Join(h.Dir, m.Parent)
 		entries, err := os.ReadDir(pdir)
 		if errors.Is(err, os.ErrNotExist) {

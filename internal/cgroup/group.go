@@ -143,7 +143,7 @@ func (m *Manager) Check(l Limits) error {
 func (m *Manager) checkAncestorQuota(l Limits) error {
 	root := filepath.Clean(m.Layout.CPU.Dir)
 	for dir := filepath.Join(root, m.Parent); ; dir = filepath.Dir(dir) {
-		a, err := ReadLimits(dir, 1)
+		a, err := readMax(dir, 1) // the quota and period: burst does not count
 		switch {
 		case errors.Is(err, fs.ErrNotExist): // the parent is made later
 		case err != nil:

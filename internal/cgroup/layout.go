@@ -68,12 +68,16 @@ type Layout struct {
 	Unified *Hierarchy // the cgroup2 mount, if any
 }
 
-// CPUVersion is the cgroup version through which the cpu controller is used.
-func (l *Layout) CPUVersion() int {
-	if l.CPU == nil {
-		return 0
+// Hierarchies are the layout's mounted hierarchies, each directory once
+// (cpu and cpuacct may be one): CPU, CPUAcct, CPUSet, Unified.
+func (l *Layout) Hierarchies() []*Hierarchy {
+	var out []*Hierarchy
+	for _, h := range []*Hierarchy{l.CPU, l.CPUAcct, l.CPUSet, l.Unified} {
+		if h != nil && !slices.ContainsFunc(out, func(o *Hierarchy) bool { return o.Dir == h.Dir }) {
+			out = append(out, h)
+		}
 	}
-	return l.CPU.Version
+	return out
 }
 
 // Detect finds the layout of the calling process from fs's

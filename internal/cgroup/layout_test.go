@@ -193,9 +193,6 @@ func TestDetectFixtures(t *testing.T) {
 				return
 			}
 			checkHier(t, "CPU", l.CPU, tc.cpu, root)
-			if l.CPUVersion() != tc.cpu.version {
-				t.Errorf("CPUVersion() = %d, want %d", l.CPUVersion(), tc.cpu.version)
-			}
 			if tc.cpuAcct == nil {
 				if l.CPUAcct != l.CPU {
 					t.Errorf("CPUAcct = %+v, want the CPU hierarchy itself", l.CPUAcct)
@@ -220,7 +217,7 @@ func TestDetectFixtures(t *testing.T) {
 			}
 
 			// The files found there parse to what the fixture says.
-			st, mx := readGroupFiles(t, l.CPUVersion(), cpuDir, acctDir)
+			st, mx := readGroupFiles(t, l.CPU.Version, cpuDir, acctDir)
 			if st != tc.stat {
 				t.Errorf("stat = %+v, want %+v", st, tc.stat)
 			}
@@ -252,6 +249,31 @@ func TestFixturesAllTested(t *testing.T) {
 	}
 	for name := range tested {
 		t.Errorf("layoutCases has %q but testdata/%s does not exist", name, name)
+	}
+}
+
+// Hierarchies lists each mounted hierarchy once, in the order CPU,
+// CPUAcct, CPUSet, Unified: co-mounted cpu,cpuacct and a v2 tree that
+// carries them all are one.
+func TestHierarchies(t *testing.T) {
+	for name, want := range map[string][]string{
+		"v1-apart":      {"cpu", "cpuacct", "cpuset", "unified"},
+		"v1-comounted":  {"cpu,cpuacct", "cpuset"},
+		"hybrid-cpu-v2": {"unified", "cpuset"},
+		"v2":            {""},
+	} {
+		root := filepath.Join("testdata", name)
+		l, err := Detect(hostfs.New(root))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got []string
+		for _, h := range l.Hierarchies() {
+			got = append(got, strings.TrimPrefix(strings.TrimPrefix(h.Dir, filepath.Join(root, "sys/fs/cgroup")), "/"))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Hierarchies() = %q, want %q", name, got, want)
+		}
 	}
 }
 

@@ -63,10 +63,10 @@ func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	engineArgs := workload.EngineArgs(wl)
-	if engineArgs == nil {
+	if workload.Engine(wl) != trace.EngineC {
 		t.Fatal("this test binary was built without the C engine: run make native first")
 	}
+	engineArgs := wl.(workload.Native).NativeArgs()
 	path, err := workload.EnginePath()
 	if err != nil {
 		t.Fatal(err)
@@ -95,10 +95,11 @@ func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, a
 
 	// One clock for both: CLOCK_MONOTONIC from t0.
 	t0 := workload.ClockMono()
+	cpus := cgroup.OnlineCPUs(hostfs.Default()) // both readers' bound
 	var mu sync.Mutex
 	var fleet []trace.Period
 	s := monitor.NewSampler(monitor.SamplerOptions{
-		MaxGroups: 1, CPUs: cgroup.OnlineCPUs(hostfs.Default()),
+		MaxGroups: 1, CPUs: cpus,
 		UsageBuckets: []float64{1}, StallBuckets: []float64{1},
 		Clock: func() int64 { return workload.ClockMono() - t0 },
 		Periods: func(_ string, p trace.Period) {
@@ -142,7 +143,7 @@ func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, a
 	if smp.err != nil {
 		t.Fatal(smp.err)
 	}
-	lab := trace.BuildTimeline(smp.samples, trace.TrackerConfig{Period: lim.Period, Quota: lim.Quota, CPUs: cgroup.OnlineCPUs(hostfs.Default()), FromStart: true})
+	lab := trace.BuildTimeline(smp.samples, trace.TrackerConfig{Period: lim.Period, Quota: lim.Quota, CPUs: cpus, FromStart: true})
 	first, last := smp.samples[0], smp.samples[len(smp.samples)-1]
 	kernel := last.NrThrottled - first.NrThrottled
 	if got := trace.CountThrottled(lab); got != kernel || kernel < 40 {

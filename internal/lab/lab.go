@@ -82,12 +82,9 @@ type Config struct {
 
 // Plan is a validated run: everything was checked, nothing created yet.
 type Plan struct {
-	cfg    Config
-	layout *cgroup.Layout
-	mgr    *cgroup.Manager
-	wl     workload.Workload
-	// engineArgs run wl in the C engine (nil: in Go, as cfsprobe __workload).
-	engineArgs []string
+	cfg Config
+	mgr *cgroup.Manager
+	wl  workload.Workload
 	// pin is where wl keeps its threads (nil: on all the CPUs it may
 	// use); see onPinCPUs.
 	pin      *unix.CPUSet
@@ -121,7 +118,6 @@ func Prepare(cfg Config) (*Plan, error) {
 		p.wl = wl
 		params := wl.Params()
 		p.spec = trace.Spec{Workload: cfg.Workload, Args: append([]string{}, cfg.WorkloadArgs...), Params: &params}
-		p.engineArgs = workload.EngineArgs(wl)
 		if pw, ok := wl.(workload.Pinned); ok && cfg.Limits.Cpuset == "" {
 			if set, ok := workload.PinSet(pw.PinCPUs()); ok {
 				p.pin = &set
@@ -166,7 +162,6 @@ func Prepare(cfg Config) (*Plan, error) {
 		}
 		return ue(fmt.Errorf("%w: check --proc-root and --fs-root", err))
 	}
-	p.layout = layout
 	p.mgr = cgroup.NewManager(layout, cfg.Parent)
 	if err := p.mgr.CheckWritable(); err != nil {
 		return ue(err)
@@ -329,23 +324,10 @@ func (p *Plan) command() (*exec.Cmd, *os.File, error) {
 	var cmd *exec.Cmd
 	var resultR *os.File
 	if p.wl != nil {
-		if p.engineArgs != nil {
-			path, err := workload.EnginePath()
-			if err != nil {
-				return nil, nil, err
-			}
-			cmd = exec.Command(path, p.engineArgs...)
-		} else {
-			args := append([]string{"__workload", p.wl.Name()}, p.cfg.WorkloadArgs...)
-			cmd = exec.Command(p.self, args...)
-		}
-		r, w, err := os.Pipe()
-		if err != nil {
+		var err error
+		if cmd, resultR, err = workload.Command(p.wl, p.self, p.cfg.WorkloadArgs); err != nil {
 			return nil, nil, err
 		}
-		cmd.ExtraFiles = []*os.File{w}
-		cmd.Env = append(os.Environ(), workload.ResultFDEnv+"=3")
-		resultR = r
 	} else {
 		cmd = exec.Command(p.cfg.Command[0], p.cfg.Command[1:]...)
 		cmd.Env = os.Environ()

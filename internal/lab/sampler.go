@@ -35,10 +35,7 @@ func newSampler(g statReader, t0 int64, interval time.Duration) *sampler {
 }
 
 func (s *sampler) add(st cgroup.Stat, t int64) {
-	s.samples = append(s.samples, trace.CounterSample{
-		T: t, UsageNs: st.UsageNs, NrPeriods: st.NrPeriods, NrThrottled: st.NrThrottled,
-		ThrottledNs: st.ThrottledNs, NrBursts: st.NrBursts, BurstNs: st.BurstNs,
-	})
+	s.samples = append(s.samples, trace.SampleOf(t, st))
 }
 
 // sampleNow takes one reading.

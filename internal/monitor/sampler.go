@@ -372,10 +372,7 @@ func (s *Sampler) sample(g *sampled) error {
 			s.opts.Periods(g.target.Group.Path, p)
 		}
 	}
-	g.tracker.Add(trace.CounterSample{
-		T: t, UsageNs: st.UsageNs, NrPeriods: st.NrPeriods, NrThrottled: st.NrThrottled,
-		ThrottledNs: st.ThrottledNs, NrBursts: st.NrBursts, BurstNs: st.BurstNs,
-	}, emit)
+	g.tracker.Add(trace.SampleOf(t, st), emit)
 	// Quiet once no period was counted for a period and two readings.
 	if t-g.changed > period+period/5 {
 		g.tracker.Flush(emit)

@@ -163,7 +163,7 @@ func weighted(t *testing.T, l *cgroup.Layout, top string) string {
 	weight := func(dir string) error {
 		return cgroup.WriteFile(filepath.Join(dir, "cpu.shares"), maxWeightV1)
 	}
-	if l.CPUVersion() == 2 {
+	if l.CPU.Version == 2 {
 		if err := cgroup.WriteFile(filepath.Join(l.CPU.Dir, "cgroup.subtree_control"), "+cpu"); err != nil {
 			t.Fatal(err)
 		}

@@ -42,12 +42,7 @@ func NeedCgroups(t testing.TB) *cgroup.Layout {
 // other's groups.
 func Leftovers(l *cgroup.Layout, parent string) []string {
 	var out []string
-	seen := map[string]bool{}
-	for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct, l.CPUSet, l.Unified} {
-		if h == nil || seen[h.Dir] {
-			continue
-		}
-		seen[h.Dir] = true
+	for _, h := range l.Hierarchies() {
 		d := filepath.Join(h.Dir, parent)
 		if _, err := os.Stat(d); err == nil {
 			out = append(out, d)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 )
 
 // CounterSample is one reading of a group's counters, T in ns on the
@@ -18,6 +20,14 @@ type CounterSample struct {
 	ThrottledNs int64 `json:"throttled_ns"`
 	NrBursts    int64 `json:"nr_bursts"`
 	BurstNs     int64 `json:"burst_ns"`
+}
+
+// SampleOf is the reading st of a group's counters taken at t.
+func SampleOf(t int64, st cgroup.Stat) CounterSample {
+	return CounterSample{
+		T: t, UsageNs: st.UsageNs, NrPeriods: st.NrPeriods, NrThrottled: st.NrThrottled,
+		ThrottledNs: st.ThrottledNs, NrBursts: st.NrBursts, BurstNs: st.BurstNs,
+	}
 }
 
 // TrackerConfig says what a Tracker needs to know of a group.

@@ -48,15 +48,6 @@ func Engine(w Workload) string {
 	return trace.EngineGo
 }
 
-// EngineArgs are the C engine's arguments for w, or nil when Engine(w) is
-// the Go implementation.
-func EngineArgs(w Workload) []string {
-	if Engine(w) == trace.EngineC {
-		return w.(Native).NativeArgs()
-	}
-	return nil
-}
-
 // EngineEmbedded reports whether this binary carries the C engine.
 func EngineEmbedded() bool {
 	_, err := fs.Stat(engineFS, engineFile)
@@ -125,29 +116,47 @@ func (p *periodic) NativeArgs() []string {
 		strconv.FormatInt(int64(p.Sleep), 10), quiet}
 }
 
+// Command is the process that runs w: the C engine when Engine(w) is
+// trace.EngineC, else self (the cfsprobe executable) as `self __workload
+// NAME FLAGS...` (Main), flags being w's flags as given. The process
+// writes its Result to a pipe, its descriptor 3 (ResultFDEnv): result is
+// the end to read, and the end it writes is cmd.ExtraFiles[0], for the
+// caller to close once the process started.
+func Command(w Workload, self string, flags []string) (cmd *exec.Cmd, result *os.File, err error) {
+	if Engine(w) == trace.EngineC {
+		path, err := EnginePath()
+		if err != nil {
+			return nil, nil, err
+		}
+		cmd = exec.Command(path, w.(Native).NativeArgs()...)
+	} else {
+		cmd = exec.Command(self, append([]string{"__workload", w.Name()}, flags...)...)
+	}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.ExtraFiles = []*os.File{wr}
+	cmd.Env = append(os.Environ(), ResultFDEnv+"=3")
+	return cmd, r, nil
+}
+
 // runNative runs w in the C engine, outside any group, its output to
 // stdout (nil: discarded), and decodes its result.
 func runNative(w Workload, stdout io.Writer) (*Result, error) {
-	path, err := EnginePath()
-	if err != nil {
-		return nil, err
-	}
-	r, wr, err := os.Pipe()
+	cmd, r, err := Command(w, "", nil)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	cmd := exec.Command(path, w.(Native).NativeArgs()...)
-	cmd.ExtraFiles = []*os.File{wr}
-	cmd.Env = append(os.Environ(), ResultFDEnv+"=3")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	cmd.Stdout = stdout
-	if err := cmd.Start(); err != nil {
-		wr.Close()
+	err = cmd.Start()
+	cmd.ExtraFiles[0].Close()
+	if err != nil {
 		return nil, fmt.Errorf("start the C engine: %w", err)
 	}
-	wr.Close()
 	var out bytes.Buffer
 	_, rerr := out.ReadFrom(r)
 	if err := cmd.Wait(); err != nil {

@@ -126,18 +126,13 @@ func FuzzDecodeResult(f *testing.F) {
 // TestEngineRuns runs the embedded C engine for real (outside any group)
 // and checks its result against its own clock and CPU time.
 func TestEngineRuns(t *testing.T) {
-	if !EngineEmbedded() {
-		if testenv.Required() {
-			t.Fatal("this build has no C engine: build it with make engine (make test does)")
-		}
-		t.Skip("no C engine embedded (make engine)")
-	}
+	needEngine(t)
 	path, err := EnginePath()
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := parallelWorkload(t, "--threads", "2", "--duration", "300ms", "--max-prime", "2000")
-	res := runEngine(t, path, w)
+	res := runEngine(t, w, nil)
 	wall := res.EndMono - res.StartMono
 	if wall < int64(300*time.Millisecond) || wall > int64(3*time.Second) {
 		t.Errorf("engine ran %v for a 300ms duration", time.Duration(wall))
@@ -158,7 +153,7 @@ func TestEngineRuns(t *testing.T) {
 	// bursty: 5 ms busy, 5 ms idle; each burst's wall time is at least
 	// its 5 ms and the CPU clock saw most of it.
 	bw := &bursty{trace.BurstyParams{On: 5 * time.Millisecond, Off: 5 * time.Millisecond, Duration: 200 * time.Millisecond, Threads: 1, Seed: 1}}
-	bres := runEngine(t, path, bw)
+	bres := runEngine(t, bw, nil)
 	if c := bres.Latency.Count; c < 5 || c > 21 {
 		t.Errorf("bursty: %d bursts in 200ms of 5ms on / 5ms off", c)
 	}
@@ -174,7 +169,7 @@ func TestEngineRuns(t *testing.T) {
 	// each in the Go workload's format.
 	pw := &periodic{trace.PeriodicParams{BurnCPU: 2 * time.Millisecond, Sleep: time.Millisecond, Iterations: 3, Threads: 1}}
 	var lines strings.Builder
-	pres := runEngineOut(t, path, pw, &lines)
+	pres := runEngine(t, pw, &lines)
 	if c := pres.Latency.Count; c != 3 {
 		t.Errorf("periodic: %d burns, want 3", c)
 	}
@@ -198,18 +193,27 @@ func TestEngineRuns(t *testing.T) {
 	if err := bad.Run(); bad.ProcessState == nil || bad.ProcessState.ExitCode() != 2 {
 		t.Errorf("engine with 0 threads: %v, want exit 2", err)
 	}
-}
-
-func runEngine(t *testing.T, path string, w Workload) *Result {
-	t.Helper()
-	return runEngineOut(t, path, w, nil)
-}
-
-func runEngineOut(t *testing.T, path string, w Workload, stdout io.Writer) *Result {
-	t.Helper()
+	// The runs used the engine extracted once.
 	if p, err := EnginePath(); err != nil || p != path {
-		t.Fatalf("engine at %s, want %s (%v)", p, path, err)
+		t.Errorf("engine at %s, want %s (%v)", p, path, err)
 	}
+}
+
+// needEngine skips the test (or fails it, under CFSPROBE_REQUIRE_CGROUPS=1)
+// in a build without the C engine.
+func needEngine(t *testing.T) {
+	t.Helper()
+	if !EngineEmbedded() {
+		if testenv.Required() {
+			t.Fatal("this build has no C engine: build it with make engine (make test does)")
+		}
+		t.Skip("no C engine embedded (make engine)")
+	}
+}
+
+// runEngine runs w in the C engine (runNative), its output to stdout.
+func runEngine(t *testing.T, w Workload, stdout io.Writer) *Result {
+	t.Helper()
 	res, err := runNative(w, stdout)
 	if err != nil {
 		t.Fatal(err)
@@ -220,12 +224,7 @@ func runEngineOut(t *testing.T, path string, w Workload, stdout io.Writer) *Resu
 // The C engine draws a bursty workload's jitter as Jitter says it does:
 // the idle time between two bursts is --off plus the next draw.
 func TestEngineJitter(t *testing.T) {
-	if !EngineEmbedded() {
-		if testenv.Required() {
-			t.Fatal("this build has no C engine: build it with make engine (make test does)")
-		}
-		t.Skip("no C engine embedded (make engine)")
-	}
+	needEngine(t)
 	p := trace.BurstyParams{On: time.Millisecond, Off: 20 * time.Millisecond, Jitter: 19 * time.Millisecond, Duration: 500 * time.Millisecond, Threads: 1, Seed: 42}
 	res, err := runNative(&bursty{p}, nil)
 	if err != nil {
