@@ -126,17 +126,31 @@ const (
 
 // Run simulates the threads under cfg. A Config or thread that cannot be
 // simulated is a *FieldError naming the field.
-func Run(cfg Config, threads []Thread) (*Result, error) { return run(cfg, threads, nil) }
+func Run(cfg Config, threads []Thread) (*Result, error) { return run(cfg, threads, options{}) }
 
-// run is Run with a check of the engine's state after every event (for
-// tests; nil: none).
-func run(cfg Config, threads []Thread, verify func(*engine) error) (*Result, error) {
+// options are what run does beside Run.
+type options struct {
+	// toClose: with a quota and no Duration, the counters are read on
+	// after the last thread exited, as the lab reads a run's: until the
+	// period in which it exited has closed (the kernel counts a period
+	// when it ends, so the lab waits for that boundary before its last
+	// reading), or, when the period timer has stopped, a period on.
+	// EndNs stays the exit, the run's wall time.
+	toClose bool
+	// verify checks the engine's state after every event (tests; nil:
+	// none).
+	verify func(*engine) error
+}
+
+// run is Run with options.
+func run(cfg Config, threads []Thread, o options) (*Result, error) {
 	c, err := normalize(cfg, threads)
 	if err != nil {
 		return nil, err
 	}
 	e := newEngine(c, threads)
-	e.verify = verify
+	e.verify = o.verify
+	e.toClose = o.toClose && c.Duration == 0 && !c.Limits.Unlimited()
 	if err := e.run(); err != nil {
 		return nil, err
 	}

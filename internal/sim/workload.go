@@ -206,12 +206,20 @@ func (p *Plan) Run() (*trace.Trace, error) {
 			return nil, fmt.Errorf("measure the parallel workload's event on this host: %w", err)
 		}
 	}
-	threads := p.threads
-	if threads == nil {
-		threads = func() ([]Thread, error) { return BuiltinThreads(p.spec, p.usable, eventCPU) }
+	var th []Thread
+	var err error
+	if p.threads != nil {
+		th, err = p.threads()
+	} else {
+		th, err = BuiltinThreads(p.spec, p.usable, eventCPU)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
+	}
+	// The counters are read as the lab reads a run's: to the close of the
+	// period in which the threads exited.
 	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed}
-	res, err := runToClose(cfg, threads)
+	res, err := run(cfg, th, options{toClose: true})
 	if err != nil {
 		return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
 	}
