@@ -83,7 +83,7 @@ type Plan struct {
 	wl workload.Workload
 	// own are a workload of the simulator's own: its threads, made when
 	// the run starts, and what it adds to the trace (nil: nothing).
-	threads func() ([]Thread, error)
+	threads func() []Thread
 	finish  func(*trace.Trace)
 }
 
@@ -207,14 +207,13 @@ func (p *Plan) Run() (*trace.Trace, error) {
 		}
 	}
 	var th []Thread
-	var err error
 	if p.threads != nil {
-		th, err = p.threads()
+		th = p.threads()
 	} else {
-		th, err = BuiltinThreads(p.spec, p.usable, eventCPU)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
+		var err error
+		if th, err = BuiltinThreads(p.spec, p.usable, eventCPU); err != nil {
+			return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
+		}
 	}
 	// The counters are read as the lab reads a run's: to the close of the
 	// period in which the threads exited.
