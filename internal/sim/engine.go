@@ -77,8 +77,7 @@ type bandwidth struct {
 	idle                 bool
 	active               bool  // the period timer is armed
 	next                 int64 // the period timer's expiry (kept when inactive)
-	head, tail           int32 // throttled list of CPUs
-	nThrottled           int
+	head, tail           int32 // throttled list of CPUs (-1: empty)
 	slackOn              bool
 	expires              int64 // runtime_expires (3.16, 4.18)
 	seq                  uint64
