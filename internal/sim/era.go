@@ -66,7 +66,8 @@ var eras = []Era{Era3_16, Era4_18, Era5_4, Era5_14, Era6_18}
 // Eras lists the eras, oldest first.
 func Eras() []Era { return append([]Era(nil), eras...) }
 
-func eraNames() string {
+// EraNames lists the eras' names for people: "3.16, 4.18, ...".
+func EraNames() string {
 	s := make([]string, len(eras))
 	for i, e := range eras {
 		s[i] = string(e)
@@ -81,7 +82,7 @@ func ParseEra(s string) (Era, error) {
 			return e, nil
 		}
 	}
-	return "", fmt.Errorf("unknown kernel era %q: use one of %s", s, eraNames())
+	return "", fmt.Errorf("unknown kernel era %q: use one of %s", s, EraNames())
 }
 
 // EraOfRelease is the era of a kernel release string (uname -r):
@@ -97,7 +98,7 @@ func EraOfRelease(release string) (Era, error) {
 	v := major*1000 + minor
 	switch {
 	case v < 3016:
-		return "", fmt.Errorf("kernel release %q is older than 3.16, the oldest era modelled (%s)", release, eraNames())
+		return "", fmt.Errorf("kernel release %q is older than 3.16, the oldest era modelled (%s)", release, EraNames())
 	case v < 4018:
 		return Era3_16, nil
 	case v < 5004:

@@ -161,7 +161,7 @@ func run(cfg Config, threads []Thread, o options) (*Result, error) {
 func normalize(cfg Config, threads []Thread) (Config, error) {
 	c := cfg
 	if c.Era == "" {
-		return c, fieldErr("Era", "no kernel era given: use one of %s", eraNames())
+		return c, fieldErr("Era", "no kernel era given: use one of %s", EraNames())
 	}
 	if _, err := ParseEra(string(c.Era)); err != nil {
 		return c, &FieldError{Field: "Era", Err: err}
