@@ -2,8 +2,9 @@ package sim
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 )
 
 // Era names a kernel model of CFS bandwidth control: the behaviour of
@@ -91,7 +92,7 @@ func ParseEra(s string) (Era, error) {
 // (de53fd7aedb1 reached 4.14.154 and 4.19.84) is given the era of its
 // version. Releases before 3.16 are an error.
 func EraOfRelease(release string) (Era, error) {
-	major, minor, ok := parseRelease(release)
+	major, minor, ok := cgroup.ParseKernelRelease(release)
 	if !ok {
 		return "", fmt.Errorf("kernel release %q is not of the form MAJOR.MINOR[...]", release)
 	}
@@ -109,23 +110,6 @@ func EraOfRelease(release string) (Era, error) {
 		return Era5_14, nil
 	}
 	return Era6_18, nil
-}
-
-func parseRelease(r string) (major, minor int, ok bool) {
-	a, rest, found := strings.Cut(r, ".")
-	if !found {
-		return 0, 0, false
-	}
-	end := 0
-	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-		end++
-	}
-	ma, err1 := strconv.Atoi(a)
-	mi, err2 := strconv.Atoi(rest[:end])
-	if err1 != nil || err2 != nil || ma < 0 {
-		return 0, 0, false
-	}
-	return ma, mi, true
 }
 
 // expiry is how a CPU's local runtime expires.
