@@ -9,9 +9,9 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
@@ -228,32 +228,46 @@ func checkLimits(l cgroup.Limits, cpus int) (cgroup.Limits, error) {
 	if err := l.Validate(); err != nil {
 		return l, err
 	}
-	if l.Cpuset != "" {
-		list, _ := cgroup.ParseCPUList(l.Cpuset) // Validate parsed it
-		if len(list) == 0 {
-			return l, errors.New("cpuset is empty")
+	_, err := cpusetCPUs(l.Cpuset, cpus)
+	return l, err
+}
+
+// cpusetCPUs are the CPUs a group with the cpuset may use on a host of
+// cpus CPUs, increasing: the cpuset's, or all of them when it is "". A
+// cpuset that is not a CPU list, names none, or names a CPU the host does
+// not have is a *cgroup.LimitError.
+func cpusetCPUs(cpuset string, cpus int) ([]int, error) {
+	if cpuset == "" {
+		all := make([]int, cpus)
+		for c := range all {
+			all[c] = c
 		}
-		if last := list[len(list)-1]; last >= cpus {
-			return l, fmt.Errorf("cpuset %q names CPU %d, beyond the host's %d CPUs", l.Cpuset, last, cpus)
+		return all, nil
+	}
+	le := func(reason string, err error) error {
+		return &cgroup.LimitError{Field: cgroup.FieldCpuset, Value: strconv.Quote(cpuset), Reason: reason, Err: err}
+	}
+	list, err := cgroup.ParseCPUList(cpuset)
+	if err != nil {
+		return nil, le("is not a CPU list like 0-1 or 0,2", err)
+	}
+	if len(list) == 0 {
+		return nil, le("names no CPU", nil)
+	}
+	for _, c := range list {
+		if c >= cpus {
+			return nil, le(fmt.Sprintf("names CPU %d, but the simulated host has CPUs 0 to %d", c, cpus-1), nil)
 		}
 	}
-	return l, nil
+	return list, nil
 }
 
 // allowedCPUs marks the CPUs of a valid cpuset ("" = all).
 func allowedCPUs(cpuset string, cpus int) []bool {
+	list, _ := cpusetCPUs(cpuset, cpus)
 	a := make([]bool, cpus)
-	if cpuset == "" {
-		for i := range a {
-			a[i] = true
-		}
-		return a
-	}
-	list, _ := cgroup.ParseCPUList(cpuset)
 	for _, c := range list {
-		if c < cpus {
-			a[c] = true
-		}
+		a[c] = true
 	}
 	return a
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -119,7 +118,7 @@ func Prepare(s Setup) (*Plan, error) {
 	}
 	p := &Plan{setup: s}
 	var err error
-	if p.usable, err = usableCPUs(s.Limits.Cpuset, s.CPUs); err != nil {
+	if p.usable, err = cpusetCPUs(s.Limits.Cpuset, s.CPUs); err != nil {
 		return ue(err)
 	}
 	if s.Workload == "" {
@@ -162,34 +161,6 @@ func Summary(name string) string {
 		return own.summary
 	}
 	return workload.Summary(name)
-}
-
-// usableCPUs are the CPUs a group with the cpuset may use on a host of
-// cpus CPUs: the cpuset's, which must be among the host's, or all.
-func usableCPUs(cpuset string, cpus int) ([]int, error) {
-	all := make([]int, cpus)
-	for c := range all {
-		all[c] = c
-	}
-	if cpuset == "" {
-		return all, nil
-	}
-	le := func(reason string, err error) error {
-		return &cgroup.LimitError{Field: cgroup.FieldCpuset, Value: strconv.Quote(cpuset), Reason: reason, Err: err}
-	}
-	list, err := cgroup.ParseCPUList(cpuset)
-	if err != nil {
-		return nil, le("is not a CPU list like 0-1 or 0,2", err)
-	}
-	for _, c := range list {
-		if c >= cpus {
-			return nil, le(fmt.Sprintf("names CPU %d, but the simulated host has CPUs 0 to %d", c, cpus-1), nil)
-		}
-	}
-	if len(list) == 0 {
-		return all, nil
-	}
-	return list, nil
 }
 
 // Spec is what the plan runs, for the trace.
