@@ -117,12 +117,12 @@ func fieldErr(field, format string, a ...any) error {
 	return &FieldError{Field: field, Err: fmt.Errorf(format, a...)}
 }
 
-// maxCPUs bounds Config.CPUs (the kernel's NR_CPUS is at most 8192);
+// MaxCPUs bounds Config.CPUs, the simulated host's (the kernel's NR_CPUS
+// is at most 8192).
+const MaxCPUs = 8192
+
 // maxThreads bounds the threads (timer slots are numbered in 24 bits).
-const (
-	maxCPUs    = 8192
-	maxThreads = 1 << 20
-)
+const maxThreads = 1 << 20
 
 // Run simulates the threads under cfg. A Config or thread that cannot be
 // simulated is a *FieldError naming the field.
@@ -166,8 +166,8 @@ func normalize(cfg Config, threads []Thread) (Config, error) {
 	if _, err := ParseEra(string(c.Era)); err != nil {
 		return c, &FieldError{Field: "Era", Err: err}
 	}
-	if c.CPUs <= 0 || c.CPUs > maxCPUs {
-		return c, fieldErr("CPUs", "%d is not a CPU count from 1 to %d", c.CPUs, maxCPUs)
+	if c.CPUs <= 0 || c.CPUs > MaxCPUs {
+		return c, fieldErr("CPUs", "%d is not a CPU count from 1 to %d", c.CPUs, MaxCPUs)
 	}
 	var err error
 	if c.Limits, err = checkLimits(c.Limits, c.CPUs); err != nil {

@@ -70,9 +70,6 @@ type UserError struct{ Err error }
 func (e *UserError) Error() string { return e.Err.Error() }
 func (e *UserError) Unwrap() error { return e.Err }
 
-// MaxCPUs bounds the simulated host: the most CPUs Run takes.
-const MaxCPUs = maxCPUs
-
 // Plan is a checked Setup, ready to run.
 type Plan struct {
 	setup  Setup
