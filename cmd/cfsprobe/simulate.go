@@ -31,11 +31,7 @@ type simFlags struct {
 }
 
 func (f *simFlags) add(fl *pflag.FlagSet) {
-	eras := make([]string, 0, len(sim.Eras()))
-	for _, e := range sim.Eras() {
-		eras = append(eras, string(e))
-	}
-	fl.StringVar(&f.kernel, "kernel", "", "kernel era to model: "+strings.Join(eras, ", ")+" (default: this host's kernel's)")
+	fl.StringVar(&f.kernel, "kernel", "", "kernel era to model: "+sim.EraNames()+" (default: this host's kernel's)")
 	fl.IntVar(&f.hostCPUs, "host-cpus", 0, "CPUs of the simulated host (default: this host's)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the model's randomness: the same seed gives the same trace")
 	fl.DurationVar(&f.eventCPU, "event-cpu", 0, "parallel: CPU time of one event (default: measured on this host)")

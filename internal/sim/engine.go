@@ -77,8 +77,7 @@ type bandwidth struct {
 	idle                 bool
 	active               bool  // the period timer is armed
 	next                 int64 // the period timer's expiry (kept when inactive)
-	head, tail           int32 // throttled list of CPUs
-	nThrottled           int
+	head, tail           int32 // throttled list of CPUs (-1: empty)
 	slackOn              bool
 	expires              int64 // runtime_expires (3.16, 4.18)
 	seq                  uint64
@@ -142,6 +141,10 @@ type engine struct {
 	phase       [2]int64
 	err         error
 	verify      func(*engine) error // tests: a check after every event
+	// A run read to the close (options.toClose), and when its last
+	// thread exited (never: not yet).
+	toClose bool
+	exitAt  int64
 }
 
 func newEngine(c Config, threads []Thread) *engine {
@@ -209,6 +212,7 @@ func newEngine(c Config, threads []Thread) *engine {
 	e.every = period / 10
 	e.nextRegular = e.every
 	e.afterAt = never
+	e.exitAt = never
 	if c.Duration > 0 { // room for the readings of the whole run, within reason
 		e.samples = make([]trace.CounterSample, 0, min(int64(c.Duration)/e.every+2*int64(c.Duration)/period+8, 1<<20))
 	}
@@ -342,6 +346,21 @@ func (e *engine) reading() {
 		e.afterAt = never
 	}
 	e.armSample()
+	if e.now > e.exitAt && e.closed() {
+		e.h.set(e.fixed+slotEnd, e.now)
+	}
+}
+
+// closed reports whether the newest reading, taken after the last thread
+// exited, ends a run read to the close: it counts another period than the
+// last reading at or before the exit, or it is a period after the exit.
+func (e *engine) closed() bool {
+	s := e.samples
+	last, i := s[len(s)-1], len(s)-2
+	for s[i].T > e.exitAt {
+		i--
+	}
+	return last.NrPeriods != s[i].NrPeriods || last.T >= e.exitAt+e.bw[0].period
 }
 
 // finish charges the running threads (they exit or are stopped at the
@@ -363,10 +382,14 @@ func (e *engine) finish() {
 
 func (e *engine) result() *Result {
 	c := e.cfg
+	end := e.now
+	if e.toClose {
+		end = e.exitAt
+	}
 	r := &Result{
 		Samples: e.samples,
 		Ops:     e.ops,
-		EndNs:   e.now,
+		EndNs:   end,
 		Model: trace.Simulated{
 			Era:             string(c.Era),
 			HostCPUs:        c.CPUs,

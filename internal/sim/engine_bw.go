@@ -220,7 +220,6 @@ func (e *engine) parentSync(ci int32) {
 func (e *engine) listAdd(l int, ci int32) {
 	b := &e.bw[l]
 	rq := &e.cpus[ci].rq[l]
-	b.nThrottled++
 	if b.head < 0 {
 		rq.prev, rq.next = -1, -1
 		b.head, b.tail = ci, ci
@@ -240,7 +239,6 @@ func (e *engine) listAdd(l int, ci int32) {
 func (e *engine) listRemove(l int, ci int32) {
 	b := &e.bw[l]
 	rq := &e.cpus[ci].rq[l]
-	b.nThrottled--
 	if rq.prev >= 0 {
 		e.cpus[rq.prev].rq[l].next = rq.next
 	} else {
@@ -277,7 +275,7 @@ func (e *engine) returnRuntime(ci int32, l int) {
 	}
 	if valid {
 		b.runtime += slack
-		if b.runtime > e.slice && b.nThrottled > 0 {
+		if b.runtime > e.slice && b.head >= 0 {
 			e.startSlack(l)
 		}
 	}
@@ -324,7 +322,7 @@ func (e *engine) periodTimer(l int) {
 	slot := e.fixed + slotPeriod0 + int32(l)
 	b.next += b.period
 	b.nrPeriods++
-	throttled := b.nThrottled > 0
+	throttled := b.head >= 0
 	if e.m.burst {
 		e.refill(l) // 5.14: refill extra burst quota even when idle
 	}

@@ -86,7 +86,7 @@ func FuzzProperties(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, eraI, cpus uint8, quotaMs, periodMs, burstMs, slice100us uint16, nthreads uint8, burnUs, sleepUs uint16, pins uint16, seed uint64) {
 		c, th := fuzzCase(eraI, cpus, quotaMs, periodMs, burstMs, slice100us, nthreads, burnUs, sleepUs, pins, seed)
-		r, err := run(c, th, checkState)
+		r, err := run(c, th, options{verify: checkState})
 		if err != nil {
 			t.Fatalf("%+v: %v", c, err)
 		}

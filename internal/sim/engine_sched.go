@@ -62,7 +62,11 @@ func (e *engine) wake(i int32) { e.resume(i, e.advance(i)) }
 func (e *engine) exited(i int32) {
 	e.threads[i].state = tExited
 	e.alive--
-	if e.alive == 0 && e.cfg.Duration == 0 { // with a Duration, the timers run on to it
+	switch {
+	case e.alive > 0, e.cfg.Duration > 0: // with a Duration, the timers run on to it
+	case e.toClose: // and to the close of the period (reading)
+		e.exitAt = e.now
+	default:
 		e.h.set(e.fixed+slotEnd, e.now)
 	}
 }

@@ -337,3 +337,47 @@ func armedAt(h *timers, s int32) int64 {
 	}
 	return never
 }
+
+// TestReadToClose: a run read to the close (Plan.Run's) ends when the
+// period in which its last thread exited has closed, as a run with that
+// Duration would, with EndNs the exit; when the period timer has stopped
+// by then, a period after the exit.
+func TestReadToClose(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		thread *lane
+		closes bool // the period timer runs at the exit
+	}{
+		{"a burn of 130ms under 20ms per 100ms", &lane{steps: []laneStep{{kind: Burn, d: 130 * ms}}}, true},
+		{"a sleep of 1s (the timer stopped)", &lane{steps: []laneStep{{kind: Sleep, d: time.Second}}}, false},
+	} {
+		c := Config{Era: Era5_14, CPUs: 2, Limits: cgroup.Limits{Quota: 20 * ms}, Seed: 3}
+		r, err := run(c, []Thread{{Pin: -1, Behavior: tc.thread}}, options{toClose: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.thread.next = 0
+		exited, err := Run(c, []Thread{{Pin: -1, Behavior: tc.thread}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, last := r.EndNs, r.Samples[len(r.Samples)-1]
+		atExit := exited.Samples[len(exited.Samples)-1]
+		if end != exited.EndNs || last.T <= end {
+			t.Errorf("%s: EndNs %v, the last reading at %v; want the exit (%v), and a reading after it", tc.name, time.Duration(end), time.Duration(last.T), time.Duration(exited.EndNs))
+		}
+		if closes := last.NrPeriods > atExit.NrPeriods; closes != tc.closes || closes && last.T > end+int64(100*ms) || !closes && last.T < end+int64(100*ms) {
+			t.Errorf("%s: the last reading at %v after the exit counts %d periods, %d at the exit; want the next period counted: %v (else a period on)",
+				tc.name, time.Duration(last.T-end), last.NrPeriods, atExit.NrPeriods, tc.closes)
+		}
+		c.Duration = time.Duration(last.T)
+		tc.thread.next = 0
+		upTo, err := Run(c, []Thread{{Pin: -1, Behavior: tc.thread}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(upTo.Samples, r.Samples) || !reflect.DeepEqual(upTo.Ops, r.Ops) {
+			t.Errorf("%s: the readings differ from a run of Duration %v", tc.name, c.Duration)
+		}
+	}
+}

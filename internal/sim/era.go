@@ -2,8 +2,9 @@ package sim
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 )
 
 // Era names a kernel model of CFS bandwidth control: the behaviour of
@@ -66,7 +67,8 @@ var eras = []Era{Era3_16, Era4_18, Era5_4, Era5_14, Era6_18}
 // Eras lists the eras, oldest first.
 func Eras() []Era { return append([]Era(nil), eras...) }
 
-func eraNames() string {
+// EraNames lists the eras' names for people: "3.16, 4.18, ...".
+func EraNames() string {
 	s := make([]string, len(eras))
 	for i, e := range eras {
 		s[i] = string(e)
@@ -81,7 +83,7 @@ func ParseEra(s string) (Era, error) {
 			return e, nil
 		}
 	}
-	return "", fmt.Errorf("unknown kernel era %q: use one of %s", s, eraNames())
+	return "", fmt.Errorf("unknown kernel era %q: use one of %s", s, EraNames())
 }
 
 // EraOfRelease is the era of a kernel release string (uname -r):
@@ -90,14 +92,14 @@ func ParseEra(s string) (Era, error) {
 // (de53fd7aedb1 reached 4.14.154 and 4.19.84) is given the era of its
 // version. Releases before 3.16 are an error.
 func EraOfRelease(release string) (Era, error) {
-	major, minor, ok := parseRelease(release)
+	major, minor, ok := cgroup.ParseKernelRelease(release)
 	if !ok {
 		return "", fmt.Errorf("kernel release %q is not of the form MAJOR.MINOR[...]", release)
 	}
 	v := major*1000 + minor
 	switch {
 	case v < 3016:
-		return "", fmt.Errorf("kernel release %q is older than 3.16, the oldest era modelled (%s)", release, eraNames())
+		return "", fmt.Errorf("kernel release %q is older than 3.16, the oldest era modelled (%s)", release, EraNames())
 	case v < 4018:
 		return Era3_16, nil
 	case v < 5004:
@@ -108,23 +110,6 @@ func EraOfRelease(release string) (Era, error) {
 		return Era5_14, nil
 	}
 	return Era6_18, nil
-}
-
-func parseRelease(r string) (major, minor int, ok bool) {
-	a, rest, found := strings.Cut(r, ".")
-	if !found {
-		return 0, 0, false
-	}
-	end := 0
-	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-		end++
-	}
-	ma, err1 := strconv.Atoi(a)
-	mi, err2 := strconv.Atoi(rest[:end])
-	if err1 != nil || err2 != nil || ma < 0 {
-		return 0, 0, false
-	}
-	return ma, mi, true
 }
 
 // expiry is how a CPU's local runtime expires.

@@ -542,23 +542,18 @@ func prepareReplay(p *Plan, args []string) error {
 		return fmt.Errorf("workload replay: --trace %s is not a cfsprobe trace (%v): give a file saved by cfsprobe run, record or simulate with --out", file, err)
 	}
 	opt.Source = file
-	if _, _, err := reconstruct(tr, opt); err != nil {
+	d, rec, err := reconstruct(tr, opt)
+	if err != nil {
 		if errors.Is(err, ErrNoPeriods) {
 			return fmt.Errorf("workload replay: --trace %s has no periods, so no demand to replay: record the group for longer, while it runs", file)
 		}
 		return fmt.Errorf("workload replay: --trace %s: %w", file, err)
 	}
 	p.spec = trace.Spec{Workload: "replay", Args: append([]string{}, args...)}
-	var rec *trace.Replay
-	p.threads = func() ([]Thread, error) {
-		th, r, err := Replay(tr, opt)
-		rec = r
-		return th, err
-	}
+	p.threads = d.threads
 	p.finish = func(out *trace.Trace) {
-		if out.Spec.Simulated != nil {
-			out.Spec.Simulated.Replay = rec
-		}
+		r := *rec
+		out.Spec.Simulated.Replay = &r
 	}
 	return nil
 }

@@ -9,9 +9,9 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
@@ -117,26 +117,40 @@ func fieldErr(field, format string, a ...any) error {
 	return &FieldError{Field: field, Err: fmt.Errorf(format, a...)}
 }
 
-// maxCPUs bounds Config.CPUs (the kernel's NR_CPUS is at most 8192);
+// MaxCPUs bounds Config.CPUs, the simulated host's (the kernel's NR_CPUS
+// is at most 8192).
+const MaxCPUs = 8192
+
 // maxThreads bounds the threads (timer slots are numbered in 24 bits).
-const (
-	maxCPUs    = 8192
-	maxThreads = 1 << 20
-)
+const maxThreads = 1 << 20
 
 // Run simulates the threads under cfg. A Config or thread that cannot be
 // simulated is a *FieldError naming the field.
-func Run(cfg Config, threads []Thread) (*Result, error) { return run(cfg, threads, nil) }
+func Run(cfg Config, threads []Thread) (*Result, error) { return run(cfg, threads, options{}) }
 
-// run is Run with a check of the engine's state after every event (for
-// tests; nil: none).
-func run(cfg Config, threads []Thread, verify func(*engine) error) (*Result, error) {
+// options are what run does beside Run.
+type options struct {
+	// toClose: with a quota and no Duration, the counters are read on
+	// after the last thread exited, as the lab reads a run's: until the
+	// period in which it exited has closed (the kernel counts a period
+	// when it ends, so the lab waits for that boundary before its last
+	// reading), or, when the period timer has stopped, a period on.
+	// EndNs stays the exit, the run's wall time.
+	toClose bool
+	// verify checks the engine's state after every event (tests; nil:
+	// none).
+	verify func(*engine) error
+}
+
+// run is Run with options.
+func run(cfg Config, threads []Thread, o options) (*Result, error) {
 	c, err := normalize(cfg, threads)
 	if err != nil {
 		return nil, err
 	}
 	e := newEngine(c, threads)
-	e.verify = verify
+	e.verify = o.verify
+	e.toClose = o.toClose && c.Duration == 0 && !c.Limits.Unlimited()
 	if err := e.run(); err != nil {
 		return nil, err
 	}
@@ -147,13 +161,13 @@ func run(cfg Config, threads []Thread, verify func(*engine) error) (*Result, err
 func normalize(cfg Config, threads []Thread) (Config, error) {
 	c := cfg
 	if c.Era == "" {
-		return c, fieldErr("Era", "no kernel era given: use one of %s", eraNames())
+		return c, fieldErr("Era", "no kernel era given: use one of %s", EraNames())
 	}
 	if _, err := ParseEra(string(c.Era)); err != nil {
 		return c, &FieldError{Field: "Era", Err: err}
 	}
-	if c.CPUs <= 0 || c.CPUs > maxCPUs {
-		return c, fieldErr("CPUs", "%d is not a CPU count from 1 to %d", c.CPUs, maxCPUs)
+	if c.CPUs <= 0 || c.CPUs > MaxCPUs {
+		return c, fieldErr("CPUs", "%d is not a CPU count from 1 to %d", c.CPUs, MaxCPUs)
 	}
 	var err error
 	if c.Limits, err = checkLimits(c.Limits, c.CPUs); err != nil {
@@ -214,32 +228,46 @@ func checkLimits(l cgroup.Limits, cpus int) (cgroup.Limits, error) {
 	if err := l.Validate(); err != nil {
 		return l, err
 	}
-	if l.Cpuset != "" {
-		list, _ := cgroup.ParseCPUList(l.Cpuset) // Validate parsed it
-		if len(list) == 0 {
-			return l, errors.New("cpuset is empty")
+	_, err := cpusetCPUs(l.Cpuset, cpus)
+	return l, err
+}
+
+// cpusetCPUs are the CPUs a group with the cpuset may use on a host of
+// cpus CPUs, increasing: the cpuset's, or all of them when it is "". A
+// cpuset that is not a CPU list, names none, or names a CPU the host does
+// not have is a *cgroup.LimitError.
+func cpusetCPUs(cpuset string, cpus int) ([]int, error) {
+	if cpuset == "" {
+		all := make([]int, cpus)
+		for c := range all {
+			all[c] = c
 		}
-		if last := list[len(list)-1]; last >= cpus {
-			return l, fmt.Errorf("cpuset %q names CPU %d, beyond the host's %d CPUs", l.Cpuset, last, cpus)
+		return all, nil
+	}
+	le := func(reason string, err error) error {
+		return &cgroup.LimitError{Field: cgroup.FieldCpuset, Value: strconv.Quote(cpuset), Reason: reason, Err: err}
+	}
+	list, err := cgroup.ParseCPUList(cpuset)
+	if err != nil {
+		return nil, le("is not a CPU list like 0-1 or 0,2", err)
+	}
+	if len(list) == 0 {
+		return nil, le("names no CPU", nil)
+	}
+	for _, c := range list {
+		if c >= cpus {
+			return nil, le(fmt.Sprintf("names CPU %d, but the simulated host has CPUs 0 to %d", c, cpus-1), nil)
 		}
 	}
-	return l, nil
+	return list, nil
 }
 
 // allowedCPUs marks the CPUs of a valid cpuset ("" = all).
 func allowedCPUs(cpuset string, cpus int) []bool {
+	list, _ := cpusetCPUs(cpuset, cpus)
 	a := make([]bool, cpus)
-	if cpuset == "" {
-		for i := range a {
-			a[i] = true
-		}
-		return a
-	}
-	list, _ := cgroup.ParseCPUList(cpuset)
 	for _, c := range list {
-		if c < cpus {
-			a[c] = true
-		}
+		a[c] = true
 	}
 	return a
 }

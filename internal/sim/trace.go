@@ -50,51 +50,6 @@ func NewTrace(info TraceInfo, res *Result) *trace.Trace {
 	return tr
 }
 
-// runToClose runs a simulation whose threads end by themselves, and reads
-// its counters as the lab reads a run's: until the period in which the
-// last thread exited has closed (the kernel counts a period when it ends,
-// so the lab waits for that boundary before its last reading), or, when
-// the period timer has stopped, a period on. EndNs stays the exit, the
-// run's wall time. threads makes the threads afresh (a Behavior has
-// state): the run is made twice, the first to learn when it ends; with
-// the same seed the second is the same up to there.
-func runToClose(cfg Config, threads func() ([]Thread, error)) (*Result, error) {
-	th, err := threads()
-	if err != nil {
-		return nil, err
-	}
-	res, err := Run(cfg, th)
-	if err != nil || cfg.Limits.Unlimited() {
-		return res, err
-	}
-	end := res.EndNs
-	period := int64(cfg.Limits.Period)
-	if period == 0 {
-		period = int64(cgroup.DefaultPeriod)
-	}
-	if th, err = threads(); err != nil {
-		return nil, err
-	}
-	cfg.Duration = time.Duration(end + 2*period)
-	longer, err := Run(cfg, th)
-	if err != nil {
-		return nil, err
-	}
-	at := longer.Samples[0]
-	for i, c := range longer.Samples {
-		if c.T <= end {
-			at = c
-			continue
-		}
-		if c.NrPeriods != at.NrPeriods || c.T >= end+period {
-			longer.Samples = longer.Samples[:i+1]
-			break
-		}
-	}
-	longer.EndNs = end
-	return longer, nil
-}
-
 // longestGap is the longest time between two readings of the counters:
 // the trace's sample interval (the simulator reads them at every event
 // that matters, and around every period boundary).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -71,9 +70,6 @@ type UserError struct{ Err error }
 func (e *UserError) Error() string { return e.Err.Error() }
 func (e *UserError) Unwrap() error { return e.Err }
 
-// MaxCPUs bounds the simulated host: the most CPUs Run takes.
-const MaxCPUs = maxCPUs
-
 // Plan is a checked Setup, ready to run.
 type Plan struct {
 	setup  Setup
@@ -83,7 +79,7 @@ type Plan struct {
 	wl workload.Workload
 	// own are a workload of the simulator's own: its threads, made when
 	// the run starts, and what it adds to the trace (nil: nothing).
-	threads func() ([]Thread, error)
+	threads func() []Thread
 	finish  func(*trace.Trace)
 }
 
@@ -119,7 +115,7 @@ func Prepare(s Setup) (*Plan, error) {
 	}
 	p := &Plan{setup: s}
 	var err error
-	if p.usable, err = usableCPUs(s.Limits.Cpuset, s.CPUs); err != nil {
+	if p.usable, err = cpusetCPUs(s.Limits.Cpuset, s.CPUs); err != nil {
 		return ue(err)
 	}
 	if s.Workload == "" {
@@ -164,34 +160,6 @@ func Summary(name string) string {
 	return workload.Summary(name)
 }
 
-// usableCPUs are the CPUs a group with the cpuset may use on a host of
-// cpus CPUs: the cpuset's, which must be among the host's, or all.
-func usableCPUs(cpuset string, cpus int) ([]int, error) {
-	all := make([]int, cpus)
-	for c := range all {
-		all[c] = c
-	}
-	if cpuset == "" {
-		return all, nil
-	}
-	le := func(reason string, err error) error {
-		return &cgroup.LimitError{Field: cgroup.FieldCpuset, Value: strconv.Quote(cpuset), Reason: reason, Err: err}
-	}
-	list, err := cgroup.ParseCPUList(cpuset)
-	if err != nil {
-		return nil, le("is not a CPU list like 0-1 or 0,2", err)
-	}
-	for _, c := range list {
-		if c >= cpus {
-			return nil, le(fmt.Sprintf("names CPU %d, but the simulated host has CPUs 0 to %d", c, cpus-1), nil)
-		}
-	}
-	if len(list) == 0 {
-		return all, nil
-	}
-	return list, nil
-}
-
 // Spec is what the plan runs, for the trace.
 func (p *Plan) Spec() trace.Spec { return p.spec }
 
@@ -206,12 +174,19 @@ func (p *Plan) Run() (*trace.Trace, error) {
 			return nil, fmt.Errorf("measure the parallel workload's event on this host: %w", err)
 		}
 	}
-	threads := p.threads
-	if threads == nil {
-		threads = func() ([]Thread, error) { return BuiltinThreads(p.spec, p.usable, eventCPU) }
+	var th []Thread
+	if p.threads != nil {
+		th = p.threads()
+	} else {
+		var err error
+		if th, err = BuiltinThreads(p.spec, p.usable, eventCPU); err != nil {
+			return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
+		}
 	}
+	// The counters are read as the lab reads a run's: to the close of the
+	// period in which the threads exited.
 	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed}
-	res, err := runToClose(cfg, threads)
+	res, err := run(cfg, th, options{toClose: true})
 	if err != nil {
 		return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
 	}

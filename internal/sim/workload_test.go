@@ -187,6 +187,7 @@ func TestPrepareErrors(t *testing.T) {
 		}, "kernel era 4.18 does not have"},
 		{"cpuset beyond the host", func(s *Setup) { s.Limits.Cpuset = "1-2" }, "CPU 2, but the simulated host has CPUs 0 to 1"},
 		{"cpuset malformed", func(s *Setup) { s.Limits.Cpuset = "x" }, "like 0-1"},
+		{"cpuset of no CPU", func(s *Setup) { s.Limits.Cpuset = " " }, `cpuset " " names no CPU`},
 		{"limits", func(s *Setup) { s.Limits.Period = 0 }, "minimum of 1ms"},
 		{"no workload", func(s *Setup) { s.Workload = "" }, "no workload"},
 		{"unknown workload", func(s *Setup) { s.Workload = "nosuch" }, `unknown workload "nosuch": use one of`},
