@@ -51,7 +51,6 @@ func (e Env) measures() bool { return e.Sim == nil || e.Sim.Measure }
 // simulated (Sim), or both.
 type Step struct {
 	Scenario   *Scenario
-	Index      int // position of the scenario in the file
 	Repetition int // from 1
 	Plan       *lab.Plan
 	Sim        *sim.Plan
@@ -189,7 +188,7 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 		}
 		rep := max(sc.Repeat, 1)
 		for r := 1; r <= rep; r++ {
-			st := &Step{Scenario: sc, Index: i, Repetition: r, Plan: plan, Config: cfg, Estimate: est}
+			st := &Step{Scenario: sc, Repetition: r, Plan: plan, Config: cfg, Estimate: est}
 			if env.Sim != nil {
 				if sc.Workload == "command" {
 					return nil, s.errAt(at+".workload", "a command cannot be simulated: simulate a built-in workload (%s), or leave --simulate out", strings.Join(sim.Workloads(), ", "))
