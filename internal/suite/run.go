@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -373,7 +374,7 @@ type Result struct {
 // "fail" when one failed, "none" without expectations.
 func (r *Result) Verdict() string {
 	v := "none"
-	for _, t := range append(r.Traces[:len(r.Traces):len(r.Traces)], r.Simulated...) {
+	for _, t := range slices.Concat(r.Traces, r.Simulated) {
 		switch t.Scenario.Verdict {
 		case "fail":
 			return "fail"
