@@ -22,15 +22,11 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
-// Analyze judges traces with the default thresholds. host is the machine
-// the verdict is about (the traces' own host facts are not compared).
+// Analyze judges traces with DefaultThresholds. host is the machine the
+// verdict is about (the traces' own host facts are not compared). It is a
+// pure function of its arguments.
 func Analyze(traces []*trace.Trace, host trace.Host) Result {
-	return AnalyzeWith(traces, host, DefaultThresholds())
-}
-
-// AnalyzeWith judges traces with the given thresholds. It is a pure
-// function of its arguments.
-func AnalyzeWith(traces []*trace.Trace, host trace.Host, th Thresholds) Result {
+	th := DefaultThresholds()
 	r := Result{Schema: Schema, Host: host, Kernel: AssessKernel(host.Kernel), Thresholds: th, Runs: []Run{}}
 	var ev Evidence
 	var usage, quotaTime float64

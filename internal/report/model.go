@@ -231,8 +231,8 @@ func commonOf(runs []Named) common {
 	var first, last time.Time
 	for _, r := range runs {
 		t := r.Trace
-		hosts[hostLine(t)] = true
 		c.Host = hostLine(t)
+		hosts[c.Host] = true
 		if t.Scenario != nil {
 			suites[t.Scenario.Suite] = true
 			c.Suite = t.Scenario.Suite

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/cfsprobe/cfsprobe/internal/lab"
@@ -136,7 +137,7 @@ func (r *Result) write(w io.Writer, asJSON bool, dir string) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(append(r.Traces[:len(r.Traces):len(r.Traces)], r.Simulated...)); err != nil {
+		if err := enc.Encode(slices.Concat(r.Traces, r.Simulated)); err != nil {
 			return err
 		}
 	} else {

@@ -23,6 +23,20 @@ const (
 	LatencyFloor    = 2 * time.Millisecond
 )
 
+// agreeOn are the figures of Agree, in the order of the comparison
+// table: each a metric (Metrics, the one reading of it from a trace), and
+// how far the simulated value may be from the measured one: share of the
+// measured value or floor, whichever is larger.
+var agreeOn = []struct {
+	name, metric string
+	share, floor float64
+}{
+	{"throttled", "throttled_ratio", 0, ThrottledPoints},
+	{"CPU used", "cpu_ratio", CPUShare, 0},
+	{"p99", "latency_p99", LatencyShare, float64(LatencyFloor)},
+	{"p99.9", "latency_p999", LatencyShare, float64(LatencyFloor)},
+}
+
 // Figure is one figure of a measured and a simulated run.
 type Figure struct {
 	Name                string // "throttled", "CPU used", "p99", "p99.9"
@@ -31,8 +45,8 @@ type Figure struct {
 	Bound float64
 	// OK: within the bound. A figure one run lacks (latency of a
 	// command) is not OK.
-	OK   bool
-	text func(float64) string
+	OK     bool
+	metric string
 }
 
 // Diff is Simulated - Measured.
@@ -46,50 +60,45 @@ func (f Figure) String() string {
 	return fmt.Sprintf("%s / %s (%s)", f.text(f.Measured), f.text(f.Simulated), f.diffText())
 }
 
+// text shows a value: a duration, or a ratio in percent.
+func (f Figure) text(v float64) string {
+	if Metrics[f.metric].Duration {
+		return report.Dur(int64(v))
+	}
+	return fmt.Sprintf("%.1f%%", 100*v)
+}
+
 func (f Figure) diffText() string {
-	switch f.Name {
-	case "throttled":
-		return fmt.Sprintf("%+.1f pt", 100*f.Diff())
-	case "CPU used":
-		if f.Measured == 0 {
-			return fmt.Sprintf("%+.3f CPUs", f.Diff())
-		}
-		return fmt.Sprintf("%+.1f%%", 100*f.Diff()/f.Measured)
+	switch d := f.Diff(); {
+	case Metrics[f.metric].Duration && d < 0:
+		return "-" + report.Dur(int64(-d))
+	case Metrics[f.metric].Duration:
+		return "+" + report.Dur(int64(d))
+	case f.metric == "cpu_ratio" && f.Measured == 0:
+		return fmt.Sprintf("%+.3f CPUs", d)
+	case f.metric == "cpu_ratio":
+		return fmt.Sprintf("%+.1f%%", 100*d/f.Measured)
+	default:
+		return fmt.Sprintf("%+.1f pt", 100*d)
 	}
-	d := report.Dur(int64(math.Abs(f.Diff())))
-	if f.Diff() < 0 {
-		return "-" + d
-	}
-	return "+" + d
 }
 
 // Agree compares a simulated run with the measured one on the figures
-// the simulator is validated on.
+// the simulator is validated on (agreeOn).
 func Agree(measured, simulated *trace.Trace) []Figure {
-	m, s := measured.Summary, simulated.Summary
-	pct := func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
-	figs := []Figure{
-		{Name: "throttled", Measured: m.ThrottledRatio, Simulated: s.ThrottledRatio, Bound: ThrottledPoints, text: pct},
-		{Name: "CPU used", Measured: m.CPURatio, Simulated: s.CPURatio, Bound: CPUShare * m.CPURatio, text: pct},
-	}
-	lat := func(name string, get func(*trace.Percentiles) int64) Figure {
-		f := Figure{Name: name, Measured: math.NaN(), Simulated: math.NaN(), text: func(v float64) string { return report.Dur(int64(v)) }}
-		if m.LatencyNs != nil {
-			f.Measured = float64(get(m.LatencyNs))
+	value := func(metric string, t *trace.Trace) float64 {
+		if v, ok := Metrics[metric].Get(t); ok {
+			return v
 		}
-		if s.LatencyNs != nil {
-			f.Simulated = float64(get(s.LatencyNs))
-		}
-		f.Bound = max(LatencyShare*f.Measured, float64(LatencyFloor))
-		return f
+		return math.NaN()
 	}
-	figs = append(figs,
-		lat("p99", func(p *trace.Percentiles) int64 { return p.P99 }),
-		lat("p99.9", func(p *trace.Percentiles) int64 { return p.P999 }))
-	for i := range figs {
-		f := &figs[i]
+	figs := make([]Figure, len(agreeOn))
+	for i, a := range agreeOn {
+		f := Figure{Name: a.name, metric: a.metric, Measured: value(a.metric, measured), Simulated: value(a.metric, simulated)}
+		f.Bound = max(a.share*f.Measured, a.floor)
 		// A little slack for rounding: CPU used of an idle run is 0.
 		f.OK = !math.IsNaN(f.Diff()) && math.Abs(f.Diff()) <= f.Bound+1e-9
+		figs[i] = f
 	}
 	return figs
 }

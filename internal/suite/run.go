@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +52,6 @@ func (e Env) measures() bool { return e.Sim == nil || e.Sim.Measure }
 // simulated (Sim), or both.
 type Step struct {
 	Scenario   *Scenario
-	Index      int // position of the scenario in the file
 	Repetition int // from 1
 	Plan       *lab.Plan
 	Sim        *sim.Plan
@@ -178,22 +178,20 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 			return s.errAt(at+".workload", "%v", err)
 		}
 		var plan *lab.Plan
+		var est time.Duration // a simulation's time is not estimated
 		if env.measures() {
 			if plan, err = lab.Prepare(cfg); err != nil {
 				return nil, prepareErr(err)
 			}
+			est = estimate(sc.Workload, args)
 		}
-		est := estimate(sc.Workload, args)
-		if !env.measures() {
-			est = 0
+		if env.Sim != nil && sc.Workload == "command" {
+			return nil, s.errAt(at+".workload", "a command cannot be simulated: simulate a built-in workload (%s), or leave --simulate out", strings.Join(sim.Workloads(), ", "))
 		}
 		rep := max(sc.Repeat, 1)
 		for r := 1; r <= rep; r++ {
-			st := &Step{Scenario: sc, Index: i, Repetition: r, Plan: plan, Config: cfg, Estimate: est}
+			st := &Step{Scenario: sc, Repetition: r, Plan: plan, Config: cfg, Estimate: est}
 			if env.Sim != nil {
-				if sc.Workload == "command" {
-					return nil, s.errAt(at+".workload", "a command cannot be simulated: simulate a built-in workload (%s), or leave --simulate out", strings.Join(sim.Workloads(), ", "))
-				}
 				st.Sim, err = sim.Prepare(sim.Setup{
 					Workload: sc.Workload, Args: args, Limits: lim, Era: env.Sim.Era, CPUs: env.CPUs,
 					Seed: env.Sim.Seed + uint64(r-1), EventCPU: env.Sim.EventCPU, Version: lab.Version,
@@ -374,7 +372,7 @@ type Result struct {
 // "fail" when one failed, "none" without expectations.
 func (r *Result) Verdict() string {
 	v := "none"
-	for _, t := range append(r.Traces[:len(r.Traces):len(r.Traces)], r.Simulated...) {
+	for _, t := range slices.Concat(r.Traces, r.Simulated) {
 		switch t.Scenario.Verdict {
 		case "fail":
 			return "fail"
