@@ -163,7 +163,7 @@ func expectValue(e trace.Expectation) string {
 	switch {
 	case e.Relative != "":
 		return fmt.Sprintf("%.3g× %s", e.Value, e.Relative)
-	case strings.HasSuffix(e.Metric, "_ns"):
+	case e.Unit == "ns":
 		return dur(int64(e.Value))
 	default:
 		return fmt.Sprintf("%.3g", e.Value)

@@ -142,3 +142,20 @@ func TestNoRuns(t *testing.T) {
 		}
 	}
 }
+
+// An expectation's measured value is shown in its unit: a duration as one
+// (suite metrics are named latency_p99, not ..._ns), a ratio as a number.
+func TestExpectValue(t *testing.T) {
+	for _, tc := range []struct {
+		e    trace.Expectation
+		want string
+	}{
+		{trace.Expectation{Metric: "latency_p99", Value: 5.01e6, Unit: "ns"}, "5.01ms"},
+		{trace.Expectation{Metric: "throttled_ratio", Value: 0.25}, "0.25"},
+		{trace.Expectation{Metric: "latency_p999", Value: 0.91, Relative: "A-unlimited"}, "0.91× A-unlimited"},
+	} {
+		if got := expectValue(tc.e); got != tc.want {
+			t.Errorf("expectValue(%+v) = %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}

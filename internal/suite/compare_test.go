@@ -82,3 +82,19 @@ func TestWriteComparison(t *testing.T) {
 		t.Errorf("agree column:\n%s", out)
 	}
 }
+
+// An absolute bound on a duration is recorded with its unit, so that the
+// report shows the value as a duration; a ratio to another scenario has
+// none.
+func TestEvaluateUnit(t *testing.T) {
+	v := &Value{V: 7e6, Text: "7ms"}
+	if e := evaluate("latency_p99", Bound{Max: v}, 5.01e6, true, ""); e.Unit != "ns" {
+		t.Errorf("latency_p99 <= 7ms: unit %q, want ns", e.Unit)
+	}
+	if e := evaluate("latency_p99", Bound{Max: &Value{V: 1.5, Text: "1.5"}}, 0.9, true, "A"); e.Unit != "" {
+		t.Errorf("latency_p99 relative to A: unit %q, want none", e.Unit)
+	}
+	if e := evaluate("throttled_ratio", Bound{Max: &Value{V: 0.1, Text: "0.1"}}, 0.05, true, ""); e.Unit != "" {
+		t.Errorf("throttled_ratio: unit %q, want none", e.Unit)
+	}
+}

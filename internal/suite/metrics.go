@@ -78,6 +78,9 @@ func FormatValue(metric string, v float64) string {
 // evaluate checks a bound against a value.
 func evaluate(metric string, b Bound, v float64, ok bool, relative string) trace.Expectation {
 	e := trace.Expectation{Metric: metric, Value: v, OK: ok, Relative: relative}
+	if relative == "" && Metrics[metric].Duration {
+		e.Unit = "ns"
+	}
 	name := metric
 	if relative != "" {
 		name = fmt.Sprintf("%s / %s's", metric, relative)

@@ -71,7 +71,10 @@ type Expectation struct {
 	// is then a ratio to that scenario's value).
 	Relative string  `json:"relative,omitempty"`
 	Value    float64 `json:"value"`
-	OK       bool    `json:"ok"`
+	// Unit is "ns" when Value (and Min, Max) are durations in
+	// nanoseconds; empty for a ratio or a count.
+	Unit string `json:"unit,omitempty"`
+	OK   bool   `json:"ok"`
 	// Text is the expectation for people: "throttled_ratio >= 0.95".
 	Text string `json:"text"`
 }
