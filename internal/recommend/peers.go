@@ -101,15 +101,15 @@ func peerRules(usage []float64) []peerRule {
 	vpa := vpaTarget(usage)
 	return []peerRule{
 		{name: "seed 003", rule: "limit = p95 of minute usage × 1.5 (request p50)",
-			source: "seed 003, \"Benchmark 02\": \"Formula: cpu_limit = p95_usage × 1.5\"",
+			source:  "seed 003, \"Benchmark 02\": \"Formula: cpu_limit = p95_usage × 1.5\"",
 			request: promQuantile(0.5, usage), limit: seed * 1.5},
 		{name: "krr simple", rule: "request = p95 of usage, limit unset; here limit = request",
-			source: "robusta-dev/krr, robusta_krr/strategies/simple.py (cpu_percentile 95, limit None)",
-			why:    "krr sets no limit, which is never throttled; a cluster that keeps limits (a LimitRange, Guaranteed QoS) sets limit = request",
+			source:  "robusta-dev/krr, robusta_krr/strategies/simple.py (cpu_percentile 95, limit None)",
+			why:     "krr sets no limit, which is never throttled; a cluster that keeps limits (a LimitRange, Guaranteed QoS) sets limit = request",
 			request: krr, limit: krr},
 		{name: "VPA", rule: "target = p90 of minute usage × 1.15 (at least 25m); limit in proportion to the request: here limit = target",
-			source: "kubernetes/autoscaler vertical-pod-autoscaler: recommender (target-cpu-percentile 0.9, safety margin 0.15, pod-recommendation-min-cpu-millicores 25), GetProportionalLimit",
-			why:    "VPA keeps the limit/request ratio of the pod spec, which a trace does not have; a container that sets only a limit has its request equal to it (ratio 1)",
+			source:  "kubernetes/autoscaler vertical-pod-autoscaler: recommender (target-cpu-percentile 0.9, safety margin 0.15, pod-recommendation-min-cpu-millicores 25), GetProportionalLimit",
+			why:     "VPA keeps the limit/request ratio of the pod spec, which a trace does not have; a container that sets only a limit has its request equal to it (ratio 1)",
 			request: vpa, limit: vpa},
 	}
 }

@@ -360,10 +360,8 @@ func (r *run) roundUp(m int64) int64 { return (m + r.step - 1) / r.step * r.step
 
 // cheapest finds the fewest millicores of a kind (with a thread cap of
 // threads, 0: none) that meet the target, from the kernel's smallest
-// quota to MaxCPUs (or the cap's CPUs), by bisection: throttling is
-// close to monotone in the quota, but not exactly (where bursts fall in
-// the period shifts with it), so the point found is confirmed with the
-// step above it, and the search goes on above when that one fails.
+// quota to MaxCPUs (or the cap's CPUs). When none does, the candidate is
+// the largest, with a note.
 func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 	lo := r.minMillicores()
 	top := r.maxCPUs
@@ -371,25 +369,46 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 		top = min(top, float64(threads))
 	}
 	hi := max(int64(math.Floor(top*1000/float64(r.step)))*r.step, lo)
-	meets := func(m int64) (bool, Prediction, error) {
+	m, ok, err := search(lo, hi, r.step, func(m int64) (bool, error) {
 		p, err := r.p.predict(r.setting(k, m, threads))
-		return r.target.Met(p), p, err
-	}
-	ok, pred, err := meets(hi)
+		return r.target.Met(p), err
+	})
 	if err != nil {
 		return Candidate{}, err
 	}
-	if !ok {
-		return Candidate{Kind: k, Setting: r.setting(k, hi, threads), Prediction: &pred,
-			Note: fmt.Sprintf("none up to %s meets the target", cpus(float64(hi)/1000))}, nil
+	s := r.setting(k, m, threads)
+	p, err := r.p.predict(s)
+	if err != nil {
+		return Candidate{}, err
 	}
-	fail, pass := lo-r.step, hi // fail: the most known (or taken) to fail
-	for range 8 {
-		for pass-fail > r.step {
-			mid := fail + (pass-fail)/2/r.step*r.step
-			ok, _, err := meets(mid)
+	c := Candidate{Kind: k, Setting: s, Prediction: &p, Meets: ok}
+	if !ok {
+		c.Note = fmt.Sprintf("none up to %s meets the target", cpus(float64(m)/1000))
+	}
+	return c, nil
+}
+
+// maxRetries bounds how often search looks above a point whose
+// neighbour failed.
+const maxRetries = 8
+
+// search finds the fewest millicores m in [lo, hi], in steps of step
+// from lo, for which meets(m) holds, by bisection: throttling is close
+// to monotone in the quota, but not exactly (where bursts fall in the
+// period shifts with it), so the point found is confirmed with the step
+// above it, and when that one fails the search goes on above it. ok is
+// false, with m = hi, when hi itself does not meet it.
+func search(lo, hi, step int64, meets func(m int64) (bool, error)) (m int64, ok bool, err error) {
+	if ok, err := meets(hi); err != nil || !ok {
+		return hi, false, err
+	}
+	fail, pass := lo-step, hi // fail: the most known (or, below lo, taken) to fail
+	for range maxRetries {
+		for pass-fail > step {
+			mid := fail + (pass-fail)/2/step*step
+			ok, err := meets(mid)
 			if err != nil {
-				return Candidate{}, err
+				return 0, false, err
 			}
 			if ok {
 				pass = mid
@@ -397,25 +416,20 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 				fail = mid
 			}
 		}
-		if pass+r.step > hi {
+		if pass+step > hi {
 			break
 		}
-		ok, _, err := meets(pass + r.step)
+		ok, err := meets(pass + step)
 		if err != nil {
-			return Candidate{}, err
+			return 0, false, err
 		}
 		if ok {
 			break
 		}
 		// Not monotone here: look above the neighbour that failed.
-		fail, pass = pass+r.step, hi
+		fail, pass = pass+step, hi
 	}
-	s := r.setting(k, pass, threads)
-	p, err := r.p.predict(s)
-	if err != nil {
-		return Candidate{}, err
-	}
-	return Candidate{Kind: k, Setting: s, Prediction: &p, Meets: true}, nil
+	return pass, true, nil
 }
 
 // threadCap tries a thread cap where the group ran on more CPUs at once
