@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -263,7 +264,11 @@ func newRun(in Input, opt Options) (*run, error) {
 	if maxCPUs <= 0 {
 		maxCPUs = float64(usable)
 	}
-	p, err := newPredictor(tr, era, cpus, seed, sim.ReplayOptions{Demand: opt.Demand, Source: in.Name})
+	demand, demandFrom := opt.Demand, ""
+	if demand == "" {
+		demand, demandFrom = demandOf(tr)
+	}
+	p, err := newPredictor(tr, era, cpus, seed, sim.ReplayOptions{Demand: demand, Source: in.Name})
 	if err != nil {
 		var fe *sim.FieldError
 		if errors.As(err, &fe) {
@@ -275,6 +280,9 @@ func newRun(in Input, opt Options) (*run, error) {
 		return nil, inputErr("the trace's group has a %v burst, which kernel era %s does not have: give era %s or later", cur.Burst, era, sim.Era5_14)
 	}
 	rec := p.rec
+	if demandFrom != "" {
+		rec.DemandFrom = demandFrom
+	}
 	g := &Group{
 		Name: in.Name, Workload: tr.Spec.Workload, Synthetic: tr.Spec.Synthetic, Target: target,
 		Model: Model{Era: era, HostCPUs: cpus, PeriodNs: int64(period), MaxCPUs: maxCPUs, StepMillicores: step,
@@ -295,6 +303,29 @@ func newRun(in Input, opt Options) (*run, error) {
 		g.Windows = Windows{UsageCPUs: in.MinuteUsage, Formed: fmt.Sprintf("%d one-minute windows given with the input", len(in.MinuteUsage))}
 	}
 	return &run{in: in, target: target, p: p, period: period, cpuset: cur.Cpuset, maxCPUs: maxCPUs, step: step, g: g}, nil
+}
+
+// demandOf is the replay's method for a trace: its workload's, when its
+// flags say (sim.TraceDemand: "params"); else, for a command or a
+// recorded group, which replay takes for a service (open), what its
+// throttled stretches show. A stretch that ended, the group running
+// unthrottled again, did all its work: what it used is its work, only
+// delayed (closed; open would count the work it caught up with twice).
+// A stretch that lasted to the end of the trace never caught up: the
+// group would have run all along (timed). Without throttling every
+// method replays the usage as it was (open).
+func demandOf(tr *trace.Trace) (sim.Demand, string) {
+	if d, from := sim.TraceDemand(tr.Spec); from == "params" {
+		return d, from
+	}
+	ps := tr.Periods
+	switch {
+	case len(ps) > 0 && ps[len(ps)-1].Throttled:
+		return sim.DemandTimed, "a throttled stretch lasted to the trace's end"
+	case slices.ContainsFunc(ps, func(p trace.Period) bool { return p.Throttled }):
+		return sim.DemandClosed, "every throttled stretch ended"
+	}
+	return sim.DemandOpen, "no throttled period"
 }
 
 // advise runs the method.

@@ -380,3 +380,41 @@ func TestOutputsGolden(t *testing.T) {
 		t.Errorf("the JSON does not read back: %v", err)
 	}
 }
+
+// A recorded group (no workload flags) is replayed by what its throttled
+// stretches show: closed when every one ended, timed when one lasted to
+// the end, open without throttling. Recorded so, the censored case holds
+// too.
+func TestDemandOfRecordings(t *testing.T) {
+	recorded := func(name string) *trace.Trace {
+		tr := readFixture(t, name)
+		tr.Spec = trace.Spec{Workload: "recorded"}
+		return tr
+	}
+	free, tight := recorded("bursty-2-threads-80ms-per-second-unlimited"), recorded("bursty-2-threads-80ms-per-second-0.2cpu")
+	if d, _ := demandOf(free); d != sim.DemandOpen {
+		t.Errorf("unthrottled recording: %s, want open", d)
+	}
+	if d, _ := demandOf(tight); d != sim.DemandClosed {
+		t.Errorf("stretches that ended: %s, want closed", d)
+	}
+	cut := *tight
+	for len(cut.Periods) > 0 && !cut.Periods[len(cut.Periods)-1].Throttled {
+		cut.Periods = cut.Periods[:len(cut.Periods)-1]
+	}
+	if d, _ := demandOf(&cut); d != sim.DemandTimed {
+		t.Errorf("a stretch to the end: %s, want timed", d)
+	}
+	a, err := Recommend(Input{Name: "free", Trace: free}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Recommend(Input{Name: "tight", Trace: tight}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded unlimited: %s; under 0.2 CPU: %s", a.Recommended.Setting, b.Recommended.Setting)
+	if x, y := reservedOf(a), reservedOf(b); math.Abs(x-y) > 0.15*x {
+		t.Errorf("recorded: %s from the unlimited trace, %s from the throttled one: want within 15%%", a.Recommended.Setting, b.Recommended.Setting)
+	}
+}
