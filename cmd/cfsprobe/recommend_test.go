@@ -14,6 +14,31 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
+// handMadeGroup makes the group name by hand in every hierarchy with cpu
+// or cpuacct (mkdir, as cgcreate -g cpu,cpuacct:/name does) and removes
+// it when the test ends, after busyLoop's cleanup, which kills the loop.
+func handMadeGroup(t *testing.T, l *cgroup.Layout, name string) []string {
+	t.Helper()
+	var dirs []string
+	for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct} {
+		if h != nil && (len(dirs) == 0 || dirs[0] != filepath.Join(h.Dir, name)) {
+			dirs = append(dirs, filepath.Join(h.Dir, name))
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range dirs {
+			rmCgroup(t, d)
+		}
+		testenv.NoLeftovers(t, l, name)
+	})
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatalf("create cgroup: %v", err)
+		}
+	}
+	return dirs
+}
+
 // fixtureTrace is a trace of internal/recommend's fixtures.
 func fixtureTrace(name string) string {
 	return filepath.Join("..", "..", "internal", "recommend", "testdata", name+".json")
@@ -63,23 +88,7 @@ func TestRecommendTraces(t *testing.T) {
 func TestRecommendLiveGroupRealCgroups(t *testing.T) {
 	l := needCgroups(t)
 	name := fmt.Sprintf("cfsprobe-recommend-%d", os.Getpid())
-	var dirs []string
-	for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct} {
-		if h != nil && (len(dirs) == 0 || dirs[0] != filepath.Join(h.Dir, name)) {
-			dirs = append(dirs, filepath.Join(h.Dir, name))
-		}
-	}
-	t.Cleanup(func() { // after busyLoop's, which kills the loop
-		for _, d := range dirs {
-			rmCgroup(t, d)
-		}
-		testenv.NoLeftovers(t, l, name)
-	})
-	for _, d := range dirs {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatalf("create cgroup: %v", err)
-		}
-	}
+	dirs := handMadeGroup(t, l, name)
 	setQuota(t, l.CPU.Version, dirs[0], 20000, 100000)
 	busyLoop(t, dirs...)
 
