@@ -312,15 +312,18 @@ func newRun(in Input, opt Options) (*run, error) {
 // unthrottled again, did all its work: what it used is its work, only
 // delayed (closed; open would count the work it caught up with twice).
 // A stretch that lasted to the end of the trace never caught up: the
-// group would have run all along (timed). Without throttling every
-// method replays the usage as it was (open).
+// group would have run all along (timed). The trace's last period does
+// not count: the end of the run or the recording cuts it short (a
+// command throttled until it exits is not throttled in the part of a
+// period it lived). Without throttling every method replays the usage
+// as it was (open).
 func demandOf(tr *trace.Trace) (sim.Demand, string) {
 	if d, from := sim.TraceDemand(tr.Spec); from == "params" {
 		return d, from
 	}
 	ps := tr.Periods
 	switch {
-	case len(ps) > 0 && ps[len(ps)-1].Throttled:
+	case len(ps) > 0 && ps[len(ps)-1].Throttled, len(ps) > 1 && ps[len(ps)-2].Throttled:
 		return sim.DemandTimed, "a throttled stretch lasted to the trace's end"
 	case slices.ContainsFunc(ps, func(p trace.Period) bool { return p.Throttled }):
 		return sim.DemandClosed, "every throttled stretch ended"
@@ -395,6 +398,13 @@ func (r *run) roundUp(m int64) int64 { return (m + r.step - 1) / r.step * r.step
 // the largest, with a note.
 func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 	lo := r.minMillicores()
+	if k == KindBurst {
+		// Burst lends, it does not give: a quota below the group's
+		// average demand drains any allowance, however large, so a
+		// recording shorter than the time it takes to drain it would
+		// take a deficit in every period for meeting the target.
+		lo = max(lo, int64(math.Ceil(r.g.Model.DemandCPUs*1000/float64(r.step)))*r.step)
+	}
 	top := r.maxCPUs
 	if threads > 0 {
 		top = min(top, float64(threads))

@@ -214,24 +214,27 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	for _, p := range ps {
 		used += p.usage
 		b := burst{at: p.start, work: p.usage, par: cpus(max(float64(par), p.running))}
+		// While it was not stopped, it ran on running CPUs; but a
+		// throttled period in which it kept at least busyShare of the
+		// CPUs it ran on busy was busy all along (it ran from the
+		// period's start until it was stopped, on the CPUs the kernel
+		// stopped): the time it did not run is the throttling's, not a
+		// pause, whatever part of it the kernel counted as stall.
+		ran, notRun := cpus(p.running), p.stall
 		if p.stall > 0 {
-			// It ran from the period's start until it was stopped, on
-			// the CPUs the kernel stopped.
 			b.par = cpus(max(p.running, float64(p.stopped)))
+			if p.running >= b.par*busyShare {
+				ran, notRun = b.par, p.length-time.Duration(float64(p.usage)/b.par)
+			}
 		}
 		switch method {
 		case DemandClosed:
 			b.at -= cut
-			cut += p.stall
-			if p.stall > 0 && p.running >= b.par*busyShare {
-				// It ran all along: the time it did not run is
-				// the throttling's, not a pause.
-				cut += p.length - p.stall - time.Duration(float64(p.usage)/b.par)
-			}
+			cut += notRun
 		case DemandOpen:
 			served := min(backlog, b.work)
 			backlog -= served
-			missed := time.Duration(cpus(p.running) * float64(p.stall))
+			missed := time.Duration(ran * float64(notRun))
 			backlog += missed
 			b.work += missed - served
 			if p.stall == 0 && p.running < float64(par) {
@@ -240,7 +243,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 			}
 		case DemandTimed:
 			if p.stall > 0 {
-				b.par, b.wall = cpus(p.running), p.length
+				b.par, b.wall = ran, p.length
 				b.work = time.Duration(b.par * float64(p.length))
 			}
 		}
