@@ -170,8 +170,8 @@ func TestRecommendVerifyThrottledScenarios(t *testing.T) {
 			t.Run(name+"/"+st.Scenario.Name, func(t *testing.T) {
 				twice(t, func() error {
 					g := verifyTrace(t, args...)
-					if m := g.Current.Measured; m == nil || m.ThrottledRatio < 0.5 {
-						t.Fatalf("the scenario's own run: %+v, want it throttled in most periods", m)
+					if m := g.Current.Measured; m == nil || m.Throttled == 0 {
+						return fmt.Errorf("the scenario's own run was not throttled (%+v): a preempted run, or not the scenario", m)
 					}
 					return metWhenRun(t, g)
 				})
