@@ -19,6 +19,7 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // errCase is one bad invocation.
@@ -61,6 +62,19 @@ func TestErrors(t *testing.T) {
 	if r := cfsprobe(t, "simulate", "--out", simulated, "--kernel", "4.18", "--cpus", "0.2", "periodic", "--iterations", "3"); r.code != 0 {
 		t.Fatalf("simulate a trace: exit %d: %s", r.code, r.stderr)
 	}
+	// A trace --verify can rerun (a lab run of a built-in workload: the
+	// simulated fixture without its simulated part), where uid 65534 can
+	// read it.
+	shared, err := os.MkdirTemp("", "cfsprobe-errors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rerunnable := filepath.Join(shared, "rerunnable.json")
+	labRun(t, filepath.Join("..", "..", "internal", "recommend", "testdata", "burst-no-burst.json"), rerunnable)
 	cases := []errCase{
 		// What to run.
 		{name: "unknown workload", args: runArgs("nosuch"),
@@ -296,6 +310,18 @@ func TestErrors(t *testing.T) {
 			want: []string{"cannot write the recording to /no/such/dir/x.json"}},
 		{name: "recommend live group missing", args: []string{"recommend", "--cgroup", "/cfsprobe-no-such-group", "--duration", "1s"}, host: true,
 			want: []string{"/cfsprobe-no-such-group"}},
+		{name: "recommend verify a live group", args: []string{"recommend", "--verify", "--cgroup", "/", "--duration", "1s"},
+			want: []string{"--verify reruns a trace's workload", "cfsprobe run --out FILE -- COMMAND"}},
+		{name: "recommend parent without verify", args: []string{"recommend", "--parent", "x", rerunnable},
+			want: []string{"--parent is where --verify reruns", "add --verify"}},
+		{name: "recommend verify parent empty", args: []string{"recommend", "--verify", "--parent=", rerunnable},
+			want: []string{"--parent is empty"}},
+		{name: "recommend verify a simulated trace", args: []string{"recommend", "--verify", simulated},
+			want: []string{"--verify cannot rerun simulated", "written by the simulator", "cfsprobe run"}},
+		{name: "recommend verify traces one of which is simulated", args: []string{"recommend", "--verify", "--parent", testParent, rerunnable, simulated},
+			want: []string{"cannot rerun 1 of the 2 traces, so none was run", "simulated (the trace"}},
+		{name: "recommend verify not root", args: []string{"recommend", "--verify", "--parent", testParent, rerunnable}, host: true, nobody: true,
+			want: []string{"--verify rerunnable", "not writable by uid 65534", "run cfsprobe as root"}},
 		{name: "recommend root missing", args: []string{"recommend", "--cgroup-root", "/no/such/dir", "--cgroup", "/", "--duration", "1s"},
 			want: []string{"--cgroup-root /no/such/dir does not exist"}},
 	}
@@ -478,6 +504,23 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(to, mode); err != nil { // umask
+		t.Fatal(err)
+	}
+}
+
+// labRun writes the trace at from to to as a lab run would have written
+// it: without its simulated part.
+func labRun(t *testing.T, from, to string) {
+	t.Helper()
+	tr, err := trace.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Spec.Simulated = nil
+	if err := tr.WriteFile(to); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(to, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

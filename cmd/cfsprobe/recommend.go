@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
@@ -34,6 +35,8 @@ type recommendFlags struct {
 	demand     string
 	json       bool
 	format     string
+	verify     bool
+	parent     string
 }
 
 func newRecommendCmd() *cobra.Command {
@@ -72,13 +75,26 @@ is the trace's host: the era of its kernel and its CPUs, unless --kernel and
 --host-cpus say otherwise. Outputs (--format): table (the default), json (a
 stable document, cfsprobe.recommend/v1), k8s (a strategic-merge patch per
 group: resources.limits.cpu and the thread cap's variables), markdown (for a
-review). docs/recommend.md describes the method.`,
+review). docs/recommend.md describes the method.
+
+--verify checks the advice by running it (root: each rerun gets a cgroup of
+its own): for a trace of cfsprobe run (a built-in workload or a command),
+the workload runs again, one after another, under the recommendation, each
+peer's setting, the current setting and the reference (the same workload
+with the recommendation's thread cap and no limit), and each is shown
+predicted beside measured: throttled periods, p99 stall, CPU used, and the
+p99.9 latency of its operations. The recommendation met the target when run
+if its rerun meets the target and, when the workload has operations, its
+p99.9 is at most 2× the reference run's. A recording of a live group has
+no program cfsprobe started, so it cannot be verified. Progress goes to
+stderr.`,
 		Example: `  cfsprobe run --out api.json --cpus 0.2 bursty --threads 4 --on-cpu 40ms --off 960ms --duration 60s
   cfsprobe recommend api.json
   cfsprobe recommend --target stall:5ms --format markdown api.json worker=batch.json
   cfsprobe recommend --cgroup /system.slice/nginx.service --duration 2m --out nginx.json
   cfsprobe recommend --format k8s api.json > patch.yaml   # kubectl patch deployment api --patch-file patch.yaml
-  cfsprobe recommend --json --kernel 5.4 --host-cpus 16 --max-cpus 4 api.json`,
+  cfsprobe recommend --json --kernel 5.4 --host-cpus 16 --max-cpus 4 api.json
+  sudo cfsprobe recommend --verify api.json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error { return runRecommend(c, f, args) },
 	}
@@ -94,6 +110,8 @@ review). docs/recommend.md describes the method.`,
 	fl.StringVar(&f.demand, "demand", "", "closed, open or timed: what became of the work a throttled group could not do (default: from the trace; see cfsprobe simulate replay --help)")
 	fl.BoolVar(&f.json, "json", false, "print the advice as JSON (--format json)")
 	fl.StringVar(&f.format, "format", "", "output: table, json, k8s or markdown (default table)")
+	fl.BoolVar(&f.verify, "verify", false, "rerun each trace's workload under the recommendation, the peers', the current and no limit, and show measured beside predicted (root)")
+	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "with --verify: the group under which the reruns' groups are created")
 	return c
 }
 
@@ -175,6 +193,9 @@ func runRecommend(c *cobra.Command, f *recommendFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := f.checkVerify(c, live); err != nil {
+		return err
+	}
 	var ins []recommend.Input
 	if live {
 		in, err := f.record()
@@ -190,6 +211,11 @@ func runRecommend(c *cobra.Command, f *recommendFlags, args []string) error {
 			}
 			ins = append(ins, recommend.Input{Name: name, Trace: tr})
 		}
+		if f.verify {
+			if err := rerunnable(ins); err != nil {
+				return err
+			}
+		}
 	}
 	groups, err := recommend.RecommendAll(ins, opt)
 	if err != nil {
@@ -198,6 +224,11 @@ func runRecommend(c *cobra.Command, f *recommendFlags, args []string) error {
 			return usageErr("%v", err)
 		}
 		return err
+	}
+	if f.verify {
+		if err := f.verifyAll(ins, groups); err != nil {
+			return err
+		}
 	}
 	var b bytes.Buffer
 	if err := recommend.Write(&b, format, groups); err != nil {
@@ -265,4 +296,69 @@ func namedTrace(arg string) (string, *trace.Trace, error) {
 		return "", nil, usageErr("%s is not a cfsprobe trace (%v): give a file saved by cfsprobe run, record or simulate with --out", path, err)
 	}
 	return name, t, nil
+}
+
+// checkVerify checks the flags of --verify: traces, not a live group,
+// and --parent only with it.
+func (f *recommendFlags) checkVerify(c *cobra.Command, live bool) error {
+	switch {
+	case !f.verify && c.Flags().Changed("parent"):
+		return usageErr("--parent is where --verify reruns the workloads: add --verify, or leave --parent out")
+	case f.verify && live:
+		return usageErr("--verify reruns a trace's workload, and cfsprobe did not start the live group's program: run it with cfsprobe run --out FILE -- COMMAND and give FILE")
+	case f.verify:
+		return checkParent(f.parent)
+	}
+	return nil
+}
+
+// rerunnable checks that --verify can rerun every trace's workload; it
+// names the ones it cannot, before anything runs.
+func rerunnable(ins []recommend.Input) error {
+	var bad []string
+	for _, in := range ins {
+		if err := recommend.Rerunnable(in.Trace); err != nil {
+			bad = append(bad, fmt.Sprintf("%s (%v)", in.Name, err))
+		}
+	}
+	switch {
+	case len(bad) == 0:
+		return nil
+	case len(ins) == 1:
+		return usageErr("--verify cannot rerun %s", bad[0])
+	}
+	return usageErr("--verify cannot rerun %d of the %d traces, so none was run: %s", len(bad), len(ins), strings.Join(bad, "; "))
+}
+
+// verifyAll reruns every group's workload under its advice (after
+// checking them all) and sets what was measured in the groups.
+func (f *recommendFlags) verifyAll(ins []recommend.Input, groups []*recommend.Group) error {
+	plans := make([]*recommend.GroupVerify, len(groups))
+	for i, g := range groups {
+		opt := recommend.VerifyOptions{Parent: f.parent, Progress: func(k, n int, s recommend.Setting) {
+			fmt.Fprintf(os.Stderr, "cfsprobe: verify %s: rerun %d of %d under %s (%s)\n", g.Name, k+1, n, s, g.Roles(s))
+		}}
+		var err error
+		if plans[i], err = recommend.PrepareVerify(g, ins[i].Trace, opt); err != nil {
+			var ue *lab.UserError
+			if errors.As(err, &ue) {
+				return usageErr("--verify %s: %v", g.Name, err)
+			}
+			return err
+		}
+	}
+	ctx, sig, stop := signalContext()
+	defer stop()
+	for i, p := range plans {
+		v, err := p.Run(ctx)
+		if errors.Is(err, lab.ErrInterrupted) {
+			return interrupted(sig(), "the rerun was killed and its cgroup removed")
+		}
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", groups[i].Name, err)
+		}
+		groups[i].Verified = v
+		fmt.Fprintf(os.Stderr, "cfsprobe: verify %s: %s\n", groups[i].Name, v.Why)
+	}
+	return nil
 }

@@ -150,6 +150,9 @@ type Group struct {
 	Tried   []Candidate `json:"tried"`
 	Windows Windows     `json:"windows"`
 	Peers   []Peer      `json:"peers"`
+	// Verified is what reruns of the workload measured (cfsprobe
+	// recommend --verify: PrepareVerify); nil when it was not rerun.
+	Verified *Verified `json:"verified,omitempty"`
 }
 
 // InputError is an input the recommender cannot advise on: a trace

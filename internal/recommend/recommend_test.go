@@ -367,8 +367,7 @@ func TestOutputsGolden(t *testing.T) {
 		if err := Write(&b, f, gs); err != nil {
 			t.Fatal(err)
 		}
-		ext := map[Format]string{FormatTable: "txt", FormatJSON: "json", FormatK8s: "yaml", FormatMarkdown: "md"}[f]
-		golden.Check(t, filepath.Join("testdata", "golden", "recommend."+ext), b.Bytes())
+		golden.Check(t, goldenFile("recommend", f), b.Bytes())
 	}
 	var b bytes.Buffer
 	if err := JSON(&b, gs); err != nil {
@@ -417,4 +416,10 @@ func TestDemandOfRecordings(t *testing.T) {
 	if x, y := reservedOf(a), reservedOf(b); math.Abs(x-y) > 0.15*x {
 		t.Errorf("recorded: %s from the unlimited trace, %s from the throttled one: want within 15%%", a.Recommended.Setting, b.Recommended.Setting)
 	}
+}
+
+// goldenFile is the golden file of an output in a format.
+func goldenFile(name string, f Format) string {
+	ext := map[Format]string{FormatTable: "txt", FormatJSON: "json", FormatK8s: "yaml", FormatMarkdown: "md"}[f]
+	return filepath.Join("testdata", "golden", name+"."+ext)
 }

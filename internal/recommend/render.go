@@ -199,8 +199,54 @@ func Table(w io.Writer, groups []*Group) error {
 		for _, n := range g.notes() {
 			fmt.Fprintf(w, "  %s.\n", n)
 		}
+		if v := g.Verified; v != nil {
+			fmt.Fprintf(w, "\nverified: each setting rerun on this host (predicted / measured):\n\n")
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "\tsetting\tthrottled\tp99 stall\tCPU used\top p99.9\tmeets\t")
+			for _, r := range v.rows() {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.role, r.setting, r.throttled, r.stall, r.used, r.latency, r.meets, r.note)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "\n%s.\n  the rule: %s.\n", v.Why, v.Rule)
+		}
 	}
 	return nil
+}
+
+// verifiedRow is one line of the verified table.
+type verifiedRow struct {
+	role, setting, throttled, stall, used, latency, meets, note string
+}
+
+// rows are the verified table's lines: predicted / measured.
+func (v *Verified) rows() []verifiedRow {
+	var rs []verifiedRow
+	for _, r := range v.Runs {
+		p, m := r.Predicted, r.Measured
+		row := verifiedRow{role: r.Role, setting: r.Setting.String(), meets: yesNo(r.Meets), note: strings.Join(r.Warnings, "; "),
+			throttled: pctOf(p) + " / " + pct(m.ThrottledRatio),
+			stall:     stallOf(p) + " / " + report.Dur(m.StallP99Ns),
+			used:      "- / " + strconv.FormatFloat(m.UsedCPUs, 'f', 3, 64),
+			latency:   "- / " + durPtr(m.LatencyP999Ns)}
+		if p != nil {
+			row.used = strconv.FormatFloat(p.UsedCPUs, 'f', 3, 64) + " / " + strconv.FormatFloat(m.UsedCPUs, 'f', 3, 64)
+			row.latency = durPtr(p.LatencyP999Ns) + " / " + durPtr(m.LatencyP999Ns)
+		}
+		if r.Role == RoleRecommended {
+			row.role = "RECOMMENDED"
+		}
+		rs = append(rs, row)
+	}
+	return rs
+}
+
+func durPtr(ns *int64) string {
+	if ns == nil {
+		return "-"
+	}
+	return report.Dur(*ns)
 }
 
 // Markdown writes the advice for a review: a section per group.
@@ -218,6 +264,15 @@ func Markdown(w io.Writer, groups []*Group) error {
 		fmt.Fprintln(w)
 		for _, n := range g.notes() {
 			fmt.Fprintf(w, "- %s.\n", n)
+		}
+		if v := g.Verified; v != nil {
+			fmt.Fprintf(w, "\n### Verified: each setting rerun (predicted / measured)\n\n")
+			fmt.Fprintln(w, "| | setting | throttled | p99 stall | CPU used | op p99.9 | meets | |")
+			fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---|---|")
+			for _, r := range v.rows() {
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.role, r.setting, r.throttled, r.stall, r.used, r.latency, r.meets, r.note)
+			}
+			fmt.Fprintf(w, "\n**%s.** The rule: %s.\n", capitalize(v.Why), v.Rule)
 		}
 	}
 	return nil
@@ -244,6 +299,9 @@ func K8s(w io.Writer, groups []*Group) error {
 		rec := g.Recommended
 		fmt.Fprintf(w, "# %s: %s, %s (%s; predicted %s throttled, p99 stall %s)\n",
 			g.Name, rec.Kind.Words(), rec.Setting, g.Target, pctOf(rec.Prediction), stallOf(rec.Prediction))
+		if v := g.Verified; v != nil {
+			fmt.Fprintf(w, "# verified, %s\n", v.Why)
+		}
 		fmt.Fprintln(w, "# the container's name is the group's: change it to your container's")
 		l := rec.Setting.Limits
 		if l.Burst > 0 {

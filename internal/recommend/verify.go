@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
@@ -119,24 +120,50 @@ func Verify(ctx context.Context, tr *trace.Trace, s Setting, opt VerifyOptions) 
 // does; every setting is checked before the first rerun starts. The runs
 // are in the order of settings.
 func VerifyAll(ctx context.Context, tr *trace.Trace, settings []Setting, opt VerifyOptions) ([]Run, error) {
+	r, err := PrepareReruns(tr, settings, opt)
+	if err != nil {
+		return nil, err
+	}
+	return r.Run(ctx)
+}
+
+// Reruns are reruns of one trace's workload, checked and ready to run:
+// nothing is created before Run.
+type Reruns struct {
+	plans []*lab.Plan
+	runs  []Run
+	opt   VerifyOptions
+}
+
+// PrepareReruns checks that tr's workload can be rerun under every
+// setting, as Verify would, without creating anything: callers with
+// several traces check them all before the first rerun starts. Its
+// errors of the trace or a setting are *lab.UserError.
+func PrepareReruns(tr *trace.Trace, settings []Setting, opt VerifyOptions) (*Reruns, error) {
 	if err := Rerunnable(tr); err != nil {
 		return nil, &lab.UserError{Err: err}
 	}
-	plans := make([]*lab.Plan, len(settings))
-	runs := make([]Run, len(settings))
+	r := &Reruns{plans: make([]*lab.Plan, len(settings)), runs: make([]Run, len(settings)), opt: opt}
 	for i, s := range settings {
 		cfg, warnings, err := rerunConfig(tr, s, opt)
 		if err != nil {
 			return nil, &lab.UserError{Err: err}
 		}
-		if plans[i], err = lab.Prepare(cfg); err != nil {
+		if r.plans[i], err = lab.Prepare(cfg); err != nil {
 			return nil, fmt.Errorf("rerun under %s: %w", s, err)
 		}
-		runs[i] = Run{Setting: s, Warnings: warnings}
+		r.runs[i] = Run{Setting: s, Warnings: warnings}
 	}
-	for i, p := range plans {
-		if opt.Progress != nil {
-			opt.Progress(i, len(plans), runs[i].Setting)
+	return r, nil
+}
+
+// Run reruns the workload under each setting in turn; the runs are in
+// the order of the settings.
+func (r *Reruns) Run(ctx context.Context) ([]Run, error) {
+	runs := slices.Clone(r.runs)
+	for i, p := range r.plans {
+		if r.opt.Progress != nil {
+			r.opt.Progress(i, len(r.plans), runs[i].Setting)
 		}
 		t, err := p.Run(ctx)
 		if err != nil {
