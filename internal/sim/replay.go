@@ -214,19 +214,22 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	for _, p := range ps {
 		used += p.usage
 		b := burst{at: p.start, work: p.usage, par: cpus(max(float64(par), p.running))}
-		// While it was not stopped, it ran on running CPUs; but a
-		// throttled period in which it kept at least busyShare of the
-		// CPUs it ran on busy was busy all along (it ran from the
-		// period's start until it was stopped, on the CPUs the kernel
-		// stopped): the time it did not run is the throttling's, not a
-		// pause, whatever part of it the kernel counted as stall.
-		ran, notRun := cpus(p.running), p.stall
+		// In a throttled period it ran from the period's start until it
+		// was stopped, on the CPUs the kernel stopped, and those CPUs had
+		// runnable threads for the stall: the work it missed is theirs
+		// for the stall. A period in which it kept at least busyShare of
+		// those CPUs busy while not stopped was busy all along: the time
+		// it did not run is the throttling's, not a pause, whatever part
+		// of it the kernel counted as stall.
+		var notRun time.Duration
 		if p.stall > 0 {
 			b.par = cpus(max(p.running, float64(p.stopped)))
+			notRun = p.stall
 			if p.running >= b.par*busyShare {
-				ran, notRun = b.par, p.length-time.Duration(float64(p.usage)/b.par)
+				notRun = p.length - time.Duration(float64(p.usage)/b.par)
 			}
 		}
+		missed := time.Duration(b.par * float64(notRun))
 		switch method {
 		case DemandClosed:
 			b.at -= cut
@@ -234,7 +237,6 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		case DemandOpen:
 			served := min(backlog, b.work)
 			backlog -= served
-			missed := time.Duration(ran * float64(notRun))
 			backlog += missed
 			b.work += missed - served
 			if p.stall == 0 && p.running < float64(par) {
@@ -243,7 +245,10 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 			}
 		case DemandTimed:
 			if p.stall > 0 {
-				b.par, b.wall = ran, p.length
+				// It would have run what it ran and what it missed,
+				// spread over the period.
+				b.work += missed
+				b.par, b.wall = min(float64(b.work)/float64(p.length), most), p.length
 				b.work = time.Duration(b.par * float64(p.length))
 			}
 		}
