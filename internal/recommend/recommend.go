@@ -279,7 +279,7 @@ func newRun(in Input, opt Options) (*run, error) {
 		}
 		return nil, &InputError{err}
 	}
-	if cur.Burst > 0 && !p.burst {
+	if cur.Burst > 0 && !p.era.HasBurst() {
 		return nil, inputErr("the trace's group has a %v burst, which kernel era %s does not have: give era %s or later", cur.Burst, era, sim.Era5_14)
 	}
 	rec := p.rec
@@ -357,7 +357,7 @@ func (r *run) advise() (*Group, error) {
 		return nil, err
 	}
 	burst := Candidate{Kind: KindBurst, Note: fmt.Sprintf("not tried: kernel era %s has no CPU burst (%s and later have it)", g.Model.Era, sim.Era5_14)}
-	if r.p.burst {
+	if r.p.era.HasBurst() {
 		if burst, err = r.cheapest(KindBurst, 0); err != nil {
 			return nil, err
 		}
