@@ -1,0 +1,903 @@
+package kubernetes
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
+)
+
+// The node's addresses. The API server listens on apiIP:443, an address
+// this test adds to the host's loopback device: that is also the
+// `kubernetes` Service's cluster IP (the first of serviceCIDR), so pods
+// reach the API server at the address their in-cluster configuration
+// names without a kube-proxy. Pods get addresses of podCIDR on a
+// point-to-point link to the host (the CNI ptp plugin), so the host reaches
+// them and they reach apiIP.
+const (
+	nodeName    = "cfsprobe-node"
+	apiIP       = "10.250.0.1"
+	serviceCIDR = "10.250.0.0/24"
+	podCIDR     = "10.250.1.0/24"
+	cniNetwork  = "cfsprobe-k8s"
+	pauseImage  = "localhost/cfsprobe/pause:test"
+)
+
+// kubeletSysctls are the kernel settings the kubelet sets at start
+// (pkg/kubelet/cm: setupKernelTunables) and the ptp plugin's ip_forward:
+// the node puts back what it found.
+var kubeletSysctls = []string{
+	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward",
+}
+
+// Node is a single-node Kubernetes cluster that a test started: etcd, the
+// API server, controller manager and scheduler, a containerd of its own
+// with the CRI plugin, and a kubelet. Stop (registered with t.Cleanup)
+// removes everything it made, also when the test failed.
+type Node struct {
+	Dir        string        // everything the node writes, but the few host paths below
+	Bins       string        // the built binaries (test/kubernetes/build)
+	Kubeconfig string        // the admin's
+	CRI        string        // containerd's socket: unix://...
+	StartTime  time.Duration // from Start until the node was Ready
+
+	pki    *pki
+	client *http.Client
+	procs  []*proc // in start order
+
+	sysctls   map[string]string // as found
+	addedAddr bool
+	// Host paths outside Dir that the runtime writes: kept if they were
+	// there before, removed if the node made them.
+	hadNetns, hadCNI, hadLogContainers bool
+	netnsBefore                        map[string]bool
+}
+
+// proc is a daemon the node started.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  string
+}
+
+// binsDir returns the directory of the built binaries, skipping (or
+// failing, under CFSPROBE_REQUIRE_CGROUPS=1) when they are not built.
+func binsDir(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command(repoPath("test/kubernetes/build/build.sh"), "--check").Output()
+	if err != nil {
+		need(t, "the Kubernetes binaries are not built (run `make k8s-bins`, about 10 minutes once per machine)")
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// need skips the test, or fails it under CFSPROBE_REQUIRE_CGROUPS=1.
+func need(t testing.TB, why string) {
+	t.Helper()
+	if testenv.Required() {
+		t.Fatalf("%s=1: %s", testenv.RequireEnv, why)
+	}
+	t.Skip(why)
+}
+
+// StartNode starts a node and waits until it is Ready.
+func StartNode(t testing.TB) *Node {
+	t.Helper()
+	bins := binsDir(t)
+	if os.Geteuid() != 0 {
+		need(t, "a Kubernetes node needs root")
+	}
+	for _, p := range []string{"containerd", "ctr", "runc", "ip"} {
+		if _, err := exec.LookPath(p); err != nil {
+			need(t, p+" is not installed (make deps)")
+		}
+	}
+	for _, h := range cgroupHierarchies(t) {
+		if _, err := os.Stat(filepath.Join(h, "kubepods")); err == nil {
+			t.Fatalf("%s exists: a kubelet runs on this machine or a node test left it; stop that kubelet or remove its groups", filepath.Join(h, "kubepods"))
+		}
+	}
+	if out, _ := exec.Command("ip", "-4", "-o", "addr", "show").Output(); strings.Contains(string(out), " "+apiIP+"/") {
+		t.Fatalf("%s is already an address of this host: another node test runs, or one left it (ip addr del %s/32 dev lo)", apiIP, apiIP)
+	}
+
+	start := time.Now()
+	dir, err := os.MkdirTemp("", "cfsprobe-k8s-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{Dir: dir, Bins: bins, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"),
+		CRI: "unix://" + filepath.Join(dir, "containerd.sock")}
+	t.Cleanup(func() { n.Stop(t) })
+	if err := n.start(t); err != nil {
+		n.dumpLogs(t)
+		t.Fatalf("start the node: %v", err)
+	}
+	n.StartTime = time.Since(start)
+	return n
+}
+
+func (n *Node) start(t testing.TB) error {
+	n.sysctls = map[string]string{}
+	for _, s := range kubeletSysctls {
+		b, err := os.ReadFile("/proc/sys/" + s)
+		if err != nil {
+			return err
+		}
+		n.sysctls[s] = strings.TrimSpace(string(b))
+	}
+	n.hadNetns = exists("/var/run/netns")
+	n.hadCNI = exists("/var/lib/cni")
+	n.hadLogContainers = exists("/var/log/containers")
+	n.netnsBefore = map[string]bool{}
+	if ents, err := os.ReadDir("/var/run/netns"); err == nil {
+		for _, e := range ents {
+			n.netnsBefore[e.Name()] = true
+		}
+	}
+	if out, err := exec.Command("ip", "addr", "add", apiIP+"/32", "dev", "lo").CombinedOutput(); err != nil {
+		return fmt.Errorf("ip addr add %s/32 dev lo: %v: %s", apiIP, err, out)
+	}
+	n.addedAddr = true
+
+	var err error
+	if n.pki, err = newPKI(filepath.Join(n.Dir, "pki")); err != nil {
+		return err
+	}
+	p := n.pki
+	server := "https://" + apiIP + ":443"
+	for _, c := range []struct {
+		name, cn string
+		orgs     []string
+		ips      []net.IP
+		dns      []string
+	}{
+		{"apiserver", "kube-apiserver", nil, []net.IP{net.ParseIP(apiIP), net.ParseIP("127.0.0.1")},
+			[]string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"}},
+		{"admin", "cfsprobe-test-admin", []string{"system:masters"}, nil, nil},
+		{"apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}, nil, nil},
+		{"kubelet", "system:node:" + nodeName, []string{"system:nodes"}, nil, nil},
+		{"controller-manager", "system:kube-controller-manager", nil, nil, nil},
+		{"scheduler", "system:kube-scheduler", nil, nil, nil},
+	} {
+		if err := p.issue(c.name, c.cn, c.orgs, c.ips, c.dns); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"admin", "kubelet", "controller-manager", "scheduler"} {
+		path := filepath.Join(n.Dir, name+".kubeconfig")
+		if name == "admin" {
+			path = n.Kubeconfig
+		}
+		if err := p.kubeconfig(path, server, name); err != nil {
+			return err
+		}
+	}
+	if n.client, err = p.httpClient("admin"); err != nil {
+		return err
+	}
+
+	// etcd
+	etcdPort, peerPort, err := freePort(), freePort(), nil
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	if err := n.run(t, "etcd", "etcd", "--name", "cfsprobe", "--data-dir", filepath.Join(n.Dir, "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", "http://127.0.0.1:"+strconv.Itoa(peerPort),
+		"--initial-advertise-peer-urls", "http://127.0.0.1:"+strconv.Itoa(peerPort),
+		"--initial-cluster", "cfsprobe=http://127.0.0.1:"+strconv.Itoa(peerPort),
+		"--listen-metrics-urls", "", "--log-level", "warn", "--quota-backend-bytes", strconv.Itoa(1<<30)); err != nil {
+		return err
+	}
+	if err := n.waitFor(60*time.Second, "etcd healthy", func() (bool, error) {
+		resp, err := http.Get(etcdURL + "/health")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, nil
+	}); err != nil {
+		return err
+	}
+
+	// The control plane.
+	if err := n.run(t, "kube-apiserver", "kube-apiserver",
+		"--etcd-servers", etcdURL,
+		"--bind-address", apiIP, "--advertise-address", apiIP, "--secure-port", "443",
+		"--tls-cert-file", p.path("apiserver", "crt"), "--tls-private-key-file", p.path("apiserver", "key"),
+		"--client-ca-file", p.path("ca", "crt"),
+		"--kubelet-client-certificate", p.path("apiserver-kubelet-client", "crt"),
+		"--kubelet-client-key", p.path("apiserver-kubelet-client", "key"),
+		"--kubelet-preferred-address-types", "InternalIP",
+		"--service-cluster-ip-range", serviceCIDR,
+		"--service-account-key-file", filepath.Join(p.dir, "sa.pub"),
+		"--service-account-signing-key-file", filepath.Join(p.dir, "sa.key"),
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--authorization-mode", "Node,RBAC",
+		"--enable-admission-plugins", "NodeRestriction",
+		"--allow-privileged=true", "--profiling=false", "--anonymous-auth=false",
+		"--enable-priority-and-fairness=false", "--v=1"); err != nil {
+		return err
+	}
+	if err := n.waitFor(120*time.Second, "the API server ready", func() (bool, error) {
+		return n.getOK("/readyz"), nil
+	}); err != nil {
+		return err
+	}
+	if err := n.run(t, "kube-controller-manager", "kube-controller-manager",
+		"--kubeconfig", filepath.Join(n.Dir, "controller-manager.kubeconfig"),
+		"--authentication-kubeconfig", filepath.Join(n.Dir, "controller-manager.kubeconfig"),
+		"--authorization-kubeconfig", filepath.Join(n.Dir, "controller-manager.kubeconfig"),
+		"--service-account-private-key-file", filepath.Join(p.dir, "sa.key"),
+		"--root-ca-file", p.path("ca", "crt"),
+		"--use-service-account-credentials=true", "--leader-elect=false",
+		"--bind-address", "127.0.0.1", "--secure-port", "0", "--profiling=false", "--v=1"); err != nil {
+		return err
+	}
+	if err := n.run(t, "kube-scheduler", "kube-scheduler",
+		"--kubeconfig", filepath.Join(n.Dir, "scheduler.kubeconfig"),
+		"--authentication-kubeconfig", filepath.Join(n.Dir, "scheduler.kubeconfig"),
+		"--authorization-kubeconfig", filepath.Join(n.Dir, "scheduler.kubeconfig"),
+		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0", "--profiling=false", "--v=1"); err != nil {
+		return err
+	}
+
+	// The runtime.
+	if err := n.startContainerd(t); err != nil {
+		return err
+	}
+	pause, err := os.ReadFile(filepath.Join(n.Bins, "pause"))
+	if err != nil {
+		return err
+	}
+	archive := filepath.Join(n.Dir, "pause.tar")
+	if err := writeImageArchive(archive, pauseImage, []string{"/pause"}, "65535:65535",
+		[]imageFile{{path: "pause", data: pause, mode: 0o755}}); err != nil {
+		return err
+	}
+	if err := n.ImportImage(archive); err != nil {
+		return err
+	}
+
+	// The kubelet.
+	kdir := filepath.Join(n.Dir, "kubelet")
+	if err := os.MkdirAll(kdir, 0o700); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %[1]s
+port: %[2]d
+healthzPort: 0
+readOnlyPort: 0
+containerRuntimeEndpoint: %[3]s
+imageServiceEndpoint: %[3]s
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+makeIPTablesUtilChains: false
+podLogsDir: %[4]s
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %[5]s}
+authorization:
+  mode: Webhook
+evictionHard:
+  memory.available: "1Mi"
+  nodefs.available: "1%%"
+  nodefs.inodesFree: "1%%"
+  imagefs.available: "1%%"
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+`, apiIP, freePort(), n.CRI, filepath.Join(n.Dir, "pod-logs"), p.path("ca", "crt"))
+	if err := os.WriteFile(filepath.Join(kdir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	if err := n.run(t, "kubelet", "kubelet",
+		"--config", filepath.Join(kdir, "config.yaml"),
+		"--kubeconfig", filepath.Join(n.Dir, "kubelet.kubeconfig"),
+		"--root-dir", filepath.Join(kdir, "root"),
+		"--cert-dir", filepath.Join(kdir, "pki"),
+		"--hostname-override", nodeName, "--node-ip", apiIP, "--v=1"); err != nil {
+		return err
+	}
+	return n.waitFor(180*time.Second, "the node Ready and untainted", func() (bool, error) {
+		var node struct {
+			Spec struct {
+				Taints []struct{ Key string }
+			}
+			Status struct {
+				Conditions []struct{ Type, Status string }
+			}
+		}
+		if err := n.GetJSON("/api/v1/nodes/"+nodeName, &node); err != nil {
+			return false, nil
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == "Ready" && c.Status == "True" {
+				return len(node.Spec.Taints) == 0, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// startContainerd starts a containerd of the node's own with the CRI
+// plugin, the runc runtime under the cgroupfs driver, the locally built
+// sandbox image and the CNI ptp network.
+func (n *Node) startContainerd(t testing.TB) error {
+	cd := filepath.Join(n.Dir, "containerd")
+	cni := filepath.Join(n.Dir, "cni")
+	for _, d := range []string{cd, filepath.Join(cni, "net.d")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	conflist := fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": %q,
+  "plugins": [{
+    "type": "ptp",
+    "ipMasq": false,
+    "ipam": {
+      "type": "host-local",
+      "ranges": [[{"subnet": %q}]],
+      "routes": [{"dst": "0.0.0.0/0"}],
+      "dataDir": %q
+    }
+  }]
+}
+`, cniNetwork, podCIDR, filepath.Join(cni, "ipam"))
+	if err := os.WriteFile(filepath.Join(cni, "net.d", "10-"+cniNetwork+".conflist"), []byte(conflist), 0o600); err != nil {
+		return err
+	}
+	// restrict_oom_score_adj: root here lacks CAP_SYS_RESOURCE, so the
+	// runtime may not lower a container's OOM score below its own.
+	cfg := fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[5]q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[6]q
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %[7]q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %[8]q
+    conf_dir = %[9]q
+    max_conf_num = 1
+`, filepath.Join(cd, "root"), filepath.Join(cd, "state"), strings.TrimPrefix(n.CRI, "unix://"),
+		filepath.Join(cd, "ttrpc.sock"), filepath.Join(cd, "opt"), pauseImage, filepath.Join(cd, "runc"),
+		n.Bins, filepath.Join(cni, "net.d"))
+	if err := os.WriteFile(filepath.Join(cd, "config.toml"), []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	if err := n.run(t, "containerd", "/usr/bin/containerd", "--config", filepath.Join(cd, "config.toml")); err != nil {
+		return err
+	}
+	return n.waitFor(60*time.Second, "containerd serving", func() (bool, error) {
+		return n.ctr("version") == nil, nil
+	})
+}
+
+// ctr runs ctr against the node's containerd in the CRI's namespace.
+func (n *Node) ctr(args ...string) error {
+	_, err := n.ctrOut(args...)
+	return err
+}
+
+func (n *Node) ctrOut(args ...string) (string, error) {
+	a := append([]string{"--address", strings.TrimPrefix(n.CRI, "unix://"), "--namespace", "k8s.io"}, args...)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("ctr", a...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// ImportImage imports an image archive (`docker save`'s or an OCI
+// layout's) into the node's runtime, where pods find it without a pull.
+func (n *Node) ImportImage(archive string) error {
+	return n.ctr("images", "import", archive)
+}
+
+// run starts one of the node's daemons: bin is a file of n.Bins or an
+// absolute path. Its output goes to Dir/logs/name.log.
+func (n *Node) run(t testing.TB, name, bin string, args ...string) error {
+	if !filepath.IsAbs(bin) {
+		bin = filepath.Join(n.Bins, bin)
+	}
+	logs := filepath.Join(n.Dir, "logs")
+	if err := os.MkdirAll(logs, 0o700); err != nil {
+		return err
+	}
+	logPath := filepath.Join(logs, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Dir = n.Dir
+	// If the test binary dies without its cleanups (a -timeout panic),
+	// the daemons die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() {
+		cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	n.procs = append(n.procs, p)
+	t.Logf("node: %s started, pid %d", name, cmd.Process.Pid)
+	return nil
+}
+
+// waitFor polls cond until it holds, a daemon exits or timeout passes.
+func (n *Node) waitFor(timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		for _, p := range n.procs {
+			select {
+			case <-p.done:
+				return fmt.Errorf("waiting for %s: %s exited: %s (log %s)", what, p.name, p.cmd.ProcessState, p.log)
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not after %v", what, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// httpClient is an HTTPS client that trusts the node's CA and presents
+// name's certificate.
+func (p *pki) httpClient(name string) (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(p.path(name, "crt"), p.path(name, "key"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(p.ca)
+	return &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}},
+	}, nil
+}
+
+// getOK reports whether GET path on the API server answers 200.
+func (n *Node) getOK(path string) bool {
+	resp, err := n.client.Get("https://" + apiIP + ":443" + path)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode == http.StatusOK
+}
+
+// GetJSON decodes GET path on the API server, as the admin, into v.
+func (n *Node) GetJSON(path string, v any) error {
+	resp, err := n.client.Get("https://" + apiIP + ":443" + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, bytes.TrimSpace(b))
+	}
+	return json.Unmarshal(b, v)
+}
+
+// Kubectl runs the node's kubectl as the admin and returns its stdout; it
+// fails the test on error.
+func (n *Node) Kubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := n.KubectlErr(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// KubectlErr is Kubectl that returns the error.
+func (n *Node) KubectlErr(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, filepath.Join(n.Bins, "kubectl"), append([]string{"--kubeconfig", n.Kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// dumpLogs logs the tail of every daemon's log.
+func (n *Node) dumpLogs(t testing.TB) {
+	t.Helper()
+	for _, p := range n.procs {
+		b, _ := os.ReadFile(p.log)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) > 25 {
+			lines = lines[len(lines)-25:]
+		}
+		t.Logf("--- %s (%s), last lines:\n%s", p.name, p.log, strings.Join(lines, "\n"))
+	}
+}
+
+// Stop stops everything the node started and removes what it made: the
+// kubelet first (it would restart what is killed under it), then the
+// control plane (the API server before etcd), every container and sandbox
+// left in the runtime, containerd; then the pods' network namespaces,
+// the mounts under Dir, the kubelet's kubepods groups in every hierarchy,
+// the address on lo, the host files the runtime made, and the sysctls the
+// kubelet changed. Errors are test errors: a node that leaves something
+// behind fails the test.
+func (n *Node) Stop(t testing.TB) {
+	t.Helper()
+	if t.Failed() {
+		n.dumpLogs(t)
+	}
+	byName := map[string]*proc{}
+	for _, p := range n.procs {
+		byName[p.name] = p
+	}
+	stop := func(name string) {
+		if p := byName[name]; p != nil {
+			if err := p.stop(15 * time.Second); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	for _, name := range []string{"kubelet", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+		stop(name)
+	}
+	if p := byName["containerd"]; p != nil {
+		n.removeContainers(t)
+		stop("containerd")
+	}
+	// Every process left in the kubelet's groups (a shim's child whose
+	// shim was killed) is killed by its PID; then the groups go.
+	for _, h := range cgroupHierarchies(t) {
+		if err := removeTree(filepath.Join(h, "kubepods")); err != nil {
+			t.Error(err)
+		}
+	}
+	n.removeNetns(t)
+	if err := unmountUnder(n.Dir); err != nil {
+		t.Error(err)
+	}
+	if n.addedAddr {
+		if out, err := exec.Command("ip", "addr", "del", apiIP+"/32", "dev", "lo").CombinedOutput(); err != nil {
+			t.Errorf("ip addr del %s/32 dev lo: %v: %s", apiIP, err, out)
+		}
+	}
+	n.removeHostFiles(t)
+	for _, s := range kubeletSysctls {
+		was, ok := n.sysctls[s]
+		if !ok {
+			continue
+		}
+		b, err := os.ReadFile("/proc/sys/" + s)
+		if err == nil && strings.TrimSpace(string(b)) == was {
+			continue
+		}
+		if err := os.WriteFile("/proc/sys/"+s, []byte(was), 0o644); err != nil {
+			t.Errorf("restore sysctl %s to %s: %v", s, was, err)
+		}
+	}
+	if err := os.RemoveAll(n.Dir); err != nil {
+		t.Errorf("remove the node's directory: %v", err)
+	}
+}
+
+// stop sends SIGTERM to the daemon's PID, then SIGKILL after grace.
+func (p *proc) stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, p.cmd.Process.Pid)
+	}
+}
+
+// removeContainers kills and deletes every task and container in the
+// runtime's CRI namespace (sandboxes included), so that their shims exit
+// and unmount their root filesystems.
+func (n *Node) removeContainers(t testing.TB) {
+	t.Helper()
+	out, err := n.ctrOut("containers", "list", "--quiet")
+	if err != nil {
+		t.Errorf("list the runtime's containers: %v", err)
+		return
+	}
+	ids := strings.Fields(out)
+	for _, id := range ids {
+		_ = n.ctr("tasks", "kill", "--signal", "SIGKILL", id)
+	}
+	for _, id := range ids {
+		var err error
+		for i := 0; i < 20; i++ {
+			// A task that is not there is gone already.
+			if err = n.ctr("tasks", "delete", "--force", id); err == nil || strings.Contains(err.Error(), "not found") {
+				err = nil
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("delete task %s: %v", id, err)
+		}
+		if err := n.ctr("containers", "delete", id); err != nil {
+			t.Errorf("delete container %s: %v", id, err)
+		}
+	}
+}
+
+// removeNetns removes the pods' network namespaces that the runtime made
+// (/var/run/netns/cni-*) and that the CNI DEL of a stopped sandbox did not:
+// their veths go with them.
+func (n *Node) removeNetns(t testing.TB) {
+	t.Helper()
+	ents, _ := os.ReadDir("/var/run/netns")
+	for _, e := range ents {
+		if n.netnsBefore[e.Name()] || !strings.HasPrefix(e.Name(), "cni-") {
+			continue
+		}
+		p := filepath.Join("/var/run/netns", e.Name())
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("unmount %s: %v", p, err)
+		}
+		if err := os.Remove(p); err != nil {
+			t.Errorf("remove %s: %v", p, err)
+		}
+	}
+	if !n.hadNetns {
+		if ents, err := os.ReadDir("/var/run/netns"); err == nil && len(ents) == 0 {
+			_ = syscall.Unmount("/var/run/netns", syscall.MNT_DETACH)
+			_ = os.Remove("/var/run/netns")
+		}
+	}
+}
+
+// removeHostFiles removes what the runtime and the kubelet wrote outside
+// Dir: the CNI's cached results of the node's network, and the
+// directories they made.
+func (n *Node) removeHostFiles(t testing.TB) {
+	t.Helper()
+	results, _ := filepath.Glob("/var/lib/cni/results/" + cniNetwork + "-*")
+	for _, f := range results {
+		if err := os.Remove(f); err != nil {
+			t.Error(err)
+		}
+	}
+	if !n.hadCNI {
+		if err := os.RemoveAll("/var/lib/cni"); err != nil {
+			t.Error(err)
+		}
+	}
+	// The kubelet's /var/log/containers links point into Dir.
+	links, _ := filepath.Glob("/var/log/containers/*")
+	for _, l := range links {
+		if dst, err := os.Readlink(l); err == nil && strings.HasPrefix(dst, n.Dir+"/") {
+			_ = os.Remove(l)
+		}
+	}
+	if !n.hadLogContainers {
+		if ents, err := os.ReadDir("/var/log/containers"); err == nil && len(ents) == 0 {
+			_ = os.Remove("/var/log/containers")
+		}
+	}
+}
+
+// cgroupHierarchies returns the mount points of every cgroup hierarchy.
+func cgroupHierarchies(t testing.TB) []string {
+	t.Helper()
+	mounts, err := readMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range mounts {
+		if m.fstype == "cgroup" || m.fstype == "cgroup2" {
+			out = append(out, m.point)
+		}
+	}
+	return out
+}
+
+type mount struct{ point, fstype string }
+
+// readMounts reads this process's mount table.
+func readMounts() ([]mount, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mount
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 64*1024), 1024*1024)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		sep := slices.Index(fields, "-")
+		if len(fields) < 5 || sep < 0 || sep+1 >= len(fields) {
+			continue
+		}
+		out = append(out, mount{point: unescapeMount(fields[4]), fstype: fields[sep+1]})
+	}
+	return out, s.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unmountUnder unmounts every mount at or below dir, deepest first.
+func unmountUnder(dir string) error {
+	mounts, err := readMounts()
+	if err != nil {
+		return err
+	}
+	var points []string
+	for _, m := range mounts {
+		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
+			points = append(points, m.point)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, p := range points {
+		if err := syscall.Unmount(p, 0); err != nil && !errors.Is(err, syscall.EINVAL) {
+			if err2 := syscall.Unmount(p, syscall.MNT_DETACH); err2 != nil && !errors.Is(err2, syscall.EINVAL) {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", p, err2))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeTree removes a cgroup directory and every group below it, deepest
+// first, killing (by PID) any process still in one.
+func removeTree(dir string) error {
+	if !exists(dir) {
+		return nil
+	}
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+	var errs []error
+	for _, d := range dirs {
+		var err error
+		for i := 0; i < 40; i++ {
+			if b, rerr := os.ReadFile(filepath.Join(d, "cgroup.procs")); rerr == nil {
+				for _, f := range strings.Fields(string(b)) {
+					if pid, perr := strconv.Atoi(f); perr == nil && pid > 0 {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			if err = syscall.Rmdir(d); err == nil || errors.Is(err, syscall.ENOENT) {
+				err = nil
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// freePort returns a TCP port that was free on loopback a moment ago.
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// repoPath returns a path of the repository from this package's directory.
+func repoPath(rel string) string {
+	return filepath.Join("..", "..", rel)
+}
