@@ -32,7 +32,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build image deps test test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image k8s-bins deps test test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -98,7 +98,16 @@ deps:
 # test runs every test: lint, unit and integration tests on this host's
 # cgroups (with the race detector), the preload library's C tests, brief
 # fuzzing of every parser, and the cgroup v2 tests in a qemu guest.
-test: deps lint test-unit test-preload fuzz test-v2
+test: deps lint k8s-bins test-unit test-preload fuzz test-v2
+
+# k8s-bins builds the Kubernetes node that test/kubernetes starts (kubelet,
+# control plane, kubectl, etcd, CNI plugins, the sandbox's pause program)
+# from the Go module proxy, once per machine: into
+# $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/k8s-<version>/, about 10 minutes on
+# 2 cores the first time, nothing after (test/kubernetes/build/build.sh).
+k8s-bins:
+	@command -v $(CC) >/dev/null || $(MAKE) deps
+	./test/kubernetes/build/build.sh >/dev/null
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.

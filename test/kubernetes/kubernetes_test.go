@@ -1,0 +1,469 @@
+// Package kubernetes runs deploy/kubernetes/ on a real single-node
+// Kubernetes cluster that the test starts (node_test.go): the exporter
+// DaemonSet, the check Jobs and DaemonSet, and a CPU-limited pod that the
+// exporter and `cfsprobe top` must show throttled by its names.
+//
+// The node's binaries are built once per machine by `make k8s-bins`
+// (test/kubernetes/build); without them the test skips, or fails under
+// CFSPROBE_REQUIRE_CGROUPS=1.
+package kubernetes
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/testenv/dockerd"
+)
+
+// The images the manifests name, and what the test substitutes for them:
+// cfsprobe's image as `make image` builds it, imported into the node.
+var imageNames = []struct{ manifest, test string }{
+	{"ghcr.io/cfsprobe/cfsprobe:latest-debug", dockerd.ImageRef + "-debug"},
+	{"ghcr.io/cfsprobe/cfsprobe:latest", dockerd.ImageRef},
+}
+
+const (
+	ns          = "cfsprobe" // deploy/kubernetes/namespace.yaml's
+	testNS      = "cfsprobe-test"
+	busyPod     = "busy"
+	busyCtr     = "spin"
+	metricsPort = 9750
+)
+
+func TestKubernetes(t *testing.T) {
+	wall := time.Now()
+	n := StartNode(t)
+	t.Logf("node Ready %.1f s after the start", n.StartTime.Seconds())
+
+	// cfsprobe's image, built by `make image` on a private dockerd, saved
+	// and imported into the node's runtime.
+	t0 := time.Now()
+	d := dockerd.Start(t)
+	refs := []string{d.Image(t), d.DebugImage(t)}
+	archive := filepath.Join(n.Dir, "cfsprobe-images.tar")
+	d.Docker(t, append([]string{"save", "-o", archive}, refs...)...)
+	if err := n.ImportImage(archive); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("images %v built and imported in %.1f s", refs, time.Since(t0).Seconds())
+
+	// The exporter.
+	n.apply(t, "namespace.yaml", "exporter-daemonset.yaml")
+	n.Kubectl(t, "-n", ns, "rollout", "status", "ds/cfsprobe-exporter", "--timeout=3m")
+	exp := n.onlyPod(t, ns, "app.kubernetes.io/component=exporter")
+	t.Logf("exporter pod %s at %s", exp.Metadata.Name, exp.Status.PodIP)
+
+	t.Run("exporter least privilege", func(t *testing.T) { checkExporterPrivileges(t, n, exp) })
+
+	// The checks, one at a time: side by side they would share the CPUs
+	// they measure.
+	for _, job := range []struct{ file, name string }{
+		{"check-job.yaml", "cfsprobe-check"},
+		{"check-job-quota.yaml", "cfsprobe-check-quota"},
+	} {
+		t.Run(job.name, func(t *testing.T) {
+			n.apply(t, job.file)
+			defer n.delete(t, job.file)
+			status := n.waitJob(t, ns, job.name, 5*time.Minute)
+			logs := n.Kubectl(t, "-n", ns, "logs", "job/"+job.name)
+			t.Logf("job %s: %s; log:\n%s", job.name, status, lastLines(logs, 6))
+			if status != "Complete" {
+				t.Fatalf("job %s %s, want Complete (the kernel not affected)", job.name, status)
+			}
+			if !strings.Contains(logs, "not affected") {
+				t.Errorf("job %s's log does not say \"not affected\"", job.name)
+			}
+		})
+	}
+	t.Run("cfsprobe-check-nodes", func(t *testing.T) {
+		n.apply(t, "check-daemonset.yaml")
+		defer n.delete(t, "check-daemonset.yaml")
+		n.Kubectl(t, "-n", ns, "rollout", "status", "ds/cfsprobe-check-nodes", "--timeout=5m")
+		logs := n.Kubectl(t, "-n", ns, "logs", "-l", "app.kubernetes.io/instance=cfsprobe-check-nodes", "--tail=-1")
+		want := "cfsprobe check on node " + nodeName + ": exit status 0"
+		if !strings.Contains(logs, want) {
+			t.Errorf("the check DaemonSet's log lacks %q:\n%s", want, lastLines(logs, 10))
+		}
+	})
+
+	t.Run("throttled pod", func(t *testing.T) { checkThrottledPod(t, n, exp) })
+	t.Logf("test wall time so far %.1f s", time.Since(wall).Seconds())
+}
+
+// checkExporterPrivileges checks from the host what the exporter's
+// process may do: it runs as 65534 with no capabilities, no new
+// privileges and the runtime's seccomp filter, its root filesystem and the
+// host's cgroup tree are read-only, and it serves (it is Ready, and the
+// scrape below reads the tree).
+func checkExporterPrivileges(t *testing.T, n *Node, exp pod) {
+	pid := n.containerPID(t, exp, "exporter")
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]string{}
+	for _, l := range strings.Split(string(status), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			fields[k] = strings.TrimSpace(v)
+		}
+	}
+	for k, want := range map[string]string{
+		"Uid": "65534\t65534\t65534\t65534", "Gid": "65534\t65534\t65534\t65534",
+		"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
+		"CapBnd": "0000000000000000", "CapAmb": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2",
+	} {
+		if fields[k] != want {
+			t.Errorf("exporter (pid %d) %s: %q, want %q", pid, k, fields[k], want)
+		}
+	}
+	mi, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := map[string]bool{}
+	var submounts []string
+	for _, l := range strings.Split(string(mi), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 {
+			continue
+		}
+		point, opts := unescapeMount(f[4]), strings.Split(f[5], ",")
+		ro[point] = opts[0] == "ro"
+		if strings.HasPrefix(point, "/host/sys/fs/cgroup/") {
+			submounts = append(submounts, fmt.Sprintf("%s %s", point, opts[0]))
+		}
+	}
+	for _, p := range []string{"/", "/host/sys/fs/cgroup"} {
+		if !ro[p] {
+			t.Errorf("exporter (pid %d): %s is not mounted read-only", pid, p)
+		}
+	}
+	t.Logf("exporter pid %d: uid 65534, no capabilities, no new privileges, seccomp filter; / and /host/sys/fs/cgroup read-only; hierarchies below: %s",
+		pid, strings.Join(submounts, ", "))
+}
+
+// checkThrottledPod runs a busy loop in a pod limited to 200m and checks
+// that `cfsprobe top --once --json` and the exporter's /metrics show it
+// throttled.
+func checkThrottledPod(t *testing.T, n *Node, exp pod) {
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+spec:
+  automountServiceAccountToken: false
+  enableServiceLinks: false
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: %[3]s
+      image: %[4]s
+      command: ["/busybox/sh", "-c", "while :; do :; done"]
+      resources:
+        requests: {cpu: 200m, memory: 16Mi}
+        limits: {cpu: 200m, memory: 16Mi}
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65534
+        allowPrivilegeEscalation: false
+        readOnlyRootFilesystem: true
+        capabilities: {drop: [ALL]}
+`, testNS, busyPod, busyCtr, dockerd.ImageRef+"-debug")
+	path := filepath.Join(n.Dir, "busy.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.Kubectl(t, "apply", "-f", path)
+	defer n.KubectlErr("delete", "-f", path, "--wait=true", "--timeout=60s")
+	n.Kubectl(t, "-n", testNS, "wait", "--for=condition=Ready", "pod/"+busyPod, "--timeout=2m")
+	busy := n.onlyPod(t, testNS, "")
+	cgroup := n.containerCgroup(t, busy, busyCtr)
+	t.Logf("pod %s/%s container %s: cgroup %s", testNS, busyPod, busyCtr, cgroup)
+
+	// /metrics, twice 3 s apart: the group's periods were mostly throttled.
+	url := fmt.Sprintf("http://%s:%d/metrics", exp.Status.PodIP, metricsPort)
+	first := scrape(t, url)
+	time.Sleep(3 * time.Second)
+	second := scrape(t, url)
+	key := `cgroup="` + cgroup + `"`
+	periods := second.value("cfsprobe_cpu_periods_total", key) - first.value("cfsprobe_cpu_periods_total", key)
+	throttled := second.value("cfsprobe_cpu_throttled_periods_total", key) - first.value("cfsprobe_cpu_throttled_periods_total", key)
+	t.Logf("/metrics of %s over 3 s: %g periods, %g throttled", cgroup, periods, throttled)
+	if periods < 10 || throttled/periods < 0.5 {
+		t.Errorf("/metrics: %s throttled in %g of %g periods, want most of them", cgroup, throttled, periods)
+	}
+	info := second.find("cfsprobe_cgroup_info", key)
+	t.Logf("cfsprobe_cgroup_info: %s", info)
+	for _, l := range []string{`namespace="` + testNS + `"`, `pod="` + busyPod + `"`, `container="` + busyCtr + `"`} {
+		if !strings.Contains(info, l) {
+			t.Errorf("cfsprobe_cgroup_info of the busy container lacks %s: %s", l, info)
+		}
+	}
+
+	// cfsprobe top on the host, naming containers through the node's CRI.
+	out, err := exec.Command(cfsprobeBin(t), "top", "--once", "--json", "--interval", "2s", "--cri-endpoint", n.CRI).Output()
+	if err != nil {
+		t.Fatalf("cfsprobe top --once --json: %v", err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("top's JSON: %v", err)
+	}
+	var row map[string]any
+	for _, r := range rows {
+		if r["cgroup"] == cgroup {
+			row = r
+		}
+	}
+	if row == nil {
+		t.Fatalf("top does not list %s:\n%s", cgroup, out)
+	}
+	b, _ := json.Marshal(row)
+	t.Logf("top's row: %s", b)
+	if r, _ := row["throttled_ratio"].(float64); r < 0.5 {
+		t.Errorf("top: throttled_ratio %v, want most periods throttled", row["throttled_ratio"])
+	}
+	for k, want := range map[string]string{"namespace": testNS, "pod": busyPod, "container": busyCtr} {
+		if row[k] != want {
+			t.Errorf("top: %s %v, want %q", k, row[k], want)
+		}
+	}
+}
+
+// apply applies files of deploy/kubernetes, with the image names
+// substituted and nothing else changed.
+func (n *Node) apply(t *testing.T, files ...string) {
+	t.Helper()
+	for _, f := range files {
+		n.Kubectl(t, "apply", "-f", n.manifest(t, f))
+	}
+}
+
+// delete deletes what a file of deploy/kubernetes made, and waits.
+func (n *Node) delete(t *testing.T, file string) {
+	t.Helper()
+	if _, err := n.KubectlErr("delete", "-f", n.manifest(t, file), "--wait=true", "--timeout=90s"); err != nil {
+		t.Error(err)
+	}
+}
+
+// manifest writes a file of deploy/kubernetes with the test's image names
+// into the node's directory and returns its path.
+func (n *Node) manifest(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(repoPath("deploy/kubernetes/" + file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, im := range imageNames {
+		s = strings.ReplaceAll(s, "image: "+im.manifest+"\n", "image: "+im.test+"\n")
+	}
+	if strings.Contains(s, "ghcr.io/cfsprobe") {
+		t.Fatalf("%s names an image the test does not substitute", file)
+	}
+	dir := filepath.Join(n.Dir, "manifests")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, file)
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// pod is what the test reads of a pod.
+type pod struct {
+	Metadata struct {
+		Name, Namespace, UID string
+	}
+	Status struct {
+		PodIP             string
+		ContainerStatuses []struct {
+			Name, ContainerID string
+		}
+	}
+}
+
+// onlyPod returns the one pod of a namespace that matches a label
+// selector.
+func (n *Node) onlyPod(t *testing.T, namespace, selector string) pod {
+	t.Helper()
+	var list struct{ Items []pod }
+	path := "/api/v1/namespaces/" + namespace + "/pods"
+	if selector != "" {
+		path += "?labelSelector=" + selector
+	}
+	if err := n.GetJSON(path, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d pods in %s matching %q, want 1", len(list.Items), namespace, selector)
+	}
+	return list.Items[0]
+}
+
+// containerCgroup returns the cgroup path (from the hierarchy's root) of a
+// pod's container, which the kubelet's cgroupfs driver names by the pod's
+// UID and the container's ID.
+func (n *Node) containerCgroup(t *testing.T, p pod, container string) string {
+	t.Helper()
+	id := containerID(t, p, container)
+	var found string
+	root := "/sys/fs/cgroup/cpu"
+	_ = filepath.WalkDir(filepath.Join(root, "kubepods"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == id && strings.Contains(path, "/pod"+p.Metadata.UID+"/") {
+			found = strings.TrimPrefix(path, root)
+		}
+		return nil
+	})
+	if found == "" {
+		t.Fatalf("no cgroup of container %s (%s) of pod %s under %s/kubepods", container, id, p.Metadata.Name, root)
+	}
+	return found
+}
+
+// containerPID returns the host PID of a container's main process.
+func (n *Node) containerPID(t *testing.T, p pod, container string) int {
+	t.Helper()
+	cg := n.containerCgroup(t, p, container)
+	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpu", cg, "cgroup.procs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := strings.Fields(string(b))
+	if len(pids) != 1 {
+		t.Fatalf("container %s of pod %s runs %d processes (%v), want 1", container, p.Metadata.Name, len(pids), pids)
+	}
+	pid, _ := strconv.Atoi(pids[0])
+	return pid
+}
+
+func containerID(t *testing.T, p pod, container string) string {
+	t.Helper()
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == container {
+			_, id, _ := strings.Cut(c.ContainerID, "://")
+			return id
+		}
+	}
+	t.Fatalf("pod %s has no container %s", p.Metadata.Name, container)
+	return ""
+}
+
+// waitJob waits until a Job completes or fails and returns which.
+func (n *Node) waitJob(t *testing.T, namespace, name string, timeout time.Duration) string {
+	t.Helper()
+	var status string
+	err := n.waitFor(timeout, "job "+name+" finished", func() (bool, error) {
+		var job struct {
+			Status struct {
+				Conditions []struct{ Type, Status string }
+			}
+		}
+		if err := n.GetJSON("/apis/batch/v1/namespaces/"+namespace+"/jobs/"+name, &job); err != nil {
+			return false, nil
+		}
+		for _, c := range job.Status.Conditions {
+			if (c.Type == "Complete" || c.Type == "Failed") && c.Status == "True" {
+				status = c.Type
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		out, _ := n.KubectlErr("-n", namespace, "describe", "job", name)
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return status
+}
+
+// exposition is a scrape's text, by line.
+type exposition []string
+
+func scrape(t *testing.T, url string) exposition {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("scrape the exporter: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("scrape the exporter: %s: %s", resp.Status, b)
+	}
+	var lines exposition
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1024*1024), 16*1024*1024)
+	for s.Scan() {
+		if l := s.Text(); l != "" && l[0] != '#' {
+			lines = append(lines, l)
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// find returns the line of metric whose labels contain label.
+func (e exposition) find(metric, label string) string {
+	for _, l := range e {
+		if strings.HasPrefix(l, metric+"{") && strings.Contains(l, label) {
+			return l
+		}
+	}
+	return ""
+}
+
+// value returns the value of metric's series whose labels contain label (0
+// when there is none).
+func (e exposition) value(metric, label string) float64 {
+	l := e.find(metric, label)
+	if l == "" {
+		return 0
+	}
+	f := strings.Fields(l[strings.LastIndex(l, "}")+1:])
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// cfsprobeBin is the binary `make image` built (bin/cfsprobe): the one in
+// the image.
+func cfsprobeBin(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(repoPath("bin/cfsprobe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
