@@ -303,6 +303,10 @@ type Config struct {
 	// CRIEndpoint is a CRI runtime's socket; "": those of
 	// DefaultCRIEndpoints that exist; Off: do not ask a CRI runtime.
 	CRIEndpoint string
+	// KubeAPI: "": ask the Kubernetes API server for the pods of this
+	// node when the process runs in a pod with a service account token
+	// (InClusterConfig); Off: do not.
+	KubeAPI string
 }
 
 // Sources makes the sources config names. An address that cannot be used
@@ -324,6 +328,15 @@ func Sources(config Config) ([]Source, error) {
 				return nil, err
 			}
 			out = append(out, c)
+		}
+	}
+	if config.KubeAPI != Off {
+		if kc, ok := InClusterConfig(); ok {
+			k, err := NewKubeAPI(kc)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, k)
 		}
 	}
 	return out, nil
