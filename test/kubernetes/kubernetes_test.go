@@ -209,7 +209,7 @@ spec:
 	}
 	info := second.find("cfsprobe_cgroup_info", key)
 	t.Logf("cfsprobe_cgroup_info: %s", info)
-	for _, l := range []string{`namespace="` + testNS + `"`, `pod="` + busyPod + `"`, `container="` + busyCtr + `"`} {
+	for _, l := range []string{`pod_namespace="` + testNS + `"`, `pod_name="` + busyPod + `"`, `container_name="` + busyCtr + `"`} {
 		if !strings.Contains(info, l) {
 			t.Errorf("cfsprobe_cgroup_info of the busy container lacks %s: %s", l, info)
 		}
@@ -238,7 +238,7 @@ spec:
 	if r, _ := row["throttled_ratio"].(float64); r < 0.5 {
 		t.Errorf("top: throttled_ratio %v, want most periods throttled", row["throttled_ratio"])
 	}
-	for k, want := range map[string]string{"namespace": testNS, "pod": busyPod, "container": busyCtr} {
+	for k, want := range map[string]string{"pod_namespace": testNS, "pod_name": busyPod, "container_name": busyCtr} {
 		if row[k] != want {
 			t.Errorf("top: %s %v, want %q", k, row[k], want)
 		}
