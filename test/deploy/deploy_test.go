@@ -533,6 +533,22 @@ func TestCheckPairsDifferOnlyInCPULimit(t *testing.T) {
 	}
 }
 
+// mountsEmptyDir reports whether container c of ps mounts an emptyDir
+// volume at path, writable.
+func mountsEmptyDir(ps *corev1.PodSpec, c corev1.Container, path string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != path || m.ReadOnly {
+			continue
+		}
+		for _, v := range ps.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func podSpec(o any) *corev1.PodSpec {
 	switch v := o.(type) {
 	case *appsv1.DaemonSet:
@@ -570,6 +586,9 @@ func TestCheckWorkloads(t *testing.T) {
 				t.Fatalf("%s: want one container", f)
 			}
 			c := ps.Containers[0]
+			if !mountsEmptyDir(ps, c, "/tmp") {
+				t.Errorf("%s: mount an emptyDir at /tmp: the root filesystem is read-only and cfsprobe writes the engine it runs there", f)
+			}
 			sc := c.SecurityContext
 			if sc.Privileged == nil || !*sc.Privileged || sc.RunAsUser == nil || *sc.RunAsUser != 0 {
 				t.Errorf("%s: the check needs privileged and runAsUser 0", f)

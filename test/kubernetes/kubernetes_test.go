@@ -17,8 +17,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,8 +150,38 @@ func checkExporterPrivileges(t *testing.T, n *Node, exp pod) {
 			t.Errorf("exporter (pid %d): %s is not mounted read-only", pid, p)
 		}
 	}
-	t.Logf("exporter pid %d: uid 65534, no capabilities, no new privileges, seccomp filter; / and /host/sys/fs/cgroup read-only; hierarchies below: %s",
-		pid, strings.Join(submounts, ", "))
+	// The hierarchies mounted below /sys/fs/cgroup stay writable mounts
+	// when the runtime cannot make the bind mount recursively read-only
+	// (recursiveReadOnly: IfPossible; containerd 1.6 cannot): then nothing
+	// in them may be writable by the exporter's user, which has no
+	// capability to override the files' modes.
+	var rw []string
+	for p, isRO := range ro {
+		if !isRO && strings.HasPrefix(p, "/host/sys/fs/cgroup/") {
+			rw = append(rw, p)
+		}
+	}
+	for _, p := range rw {
+		host := strings.TrimPrefix(p, "/host")
+		_ = filepath.WalkDir(host, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			var st syscall.Stat_t
+			if syscall.Lstat(path, &st) != nil {
+				return nil
+			}
+			if st.Mode&0o002 != 0 || st.Uid == 65534 && st.Mode&0o200 != 0 || st.Gid == 65534 && st.Mode&0o020 != 0 {
+				t.Errorf("%s (the exporter's %s) is writable by uid/gid 65534: mode %o owner %d:%d", path, "/host"+path, st.Mode&0o7777, st.Uid, st.Gid)
+			}
+			return nil
+		})
+	}
+	if g := fields["Groups"]; g != "" && g != "65534" {
+		t.Errorf("exporter (pid %d) supplementary groups %q, want none", pid, g)
+	}
+	t.Logf("exporter pid %d: uid 65534, no capabilities, no new privileges, seccomp filter; / and /host/sys/fs/cgroup read-only; hierarchies below: %s; nothing in the %d writable ones is writable by uid/gid 65534",
+		pid, strings.Join(submounts, ", "), len(rw))
 }
 
 // checkThrottledPod runs a busy loop in a pod limited to 200m and checks
@@ -262,6 +294,9 @@ func (n *Node) delete(t *testing.T, file string) {
 	}
 }
 
+// imageRE matches a manifest's image lines.
+var imageRE = regexp.MustCompile(`(?m)^(\s*image:\s*)(\S+)$`)
+
 // manifest writes a file of deploy/kubernetes with the test's image names
 // into the node's directory and returns its path.
 func (n *Node) manifest(t *testing.T, file string) string {
@@ -270,13 +305,16 @@ func (n *Node) manifest(t *testing.T, file string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	for _, im := range imageNames {
-		s = strings.ReplaceAll(s, "image: "+im.manifest+"\n", "image: "+im.test+"\n")
-	}
-	if strings.Contains(s, "ghcr.io/cfsprobe") {
-		t.Fatalf("%s names an image the test does not substitute", file)
-	}
+	s := imageRE.ReplaceAllStringFunc(string(b), func(line string) string {
+		m := imageRE.FindStringSubmatch(line)
+		for _, im := range imageNames {
+			if m[2] == im.manifest {
+				return m[1] + im.test
+			}
+		}
+		t.Fatalf("%s: image %s is not one the test substitutes", file, m[2])
+		return ""
+	})
 	dir := filepath.Join(n.Dir, "manifests")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
