@@ -203,14 +203,17 @@ var ErrNotFound = errors.New("not found")
 // matches several containers.
 var ErrAmbiguous = errors.New("ambiguous")
 
-// FindContainer lists every source and returns the full ID of the
-// container called ref (a Docker container's name, or a Kubernetes
-// container's name when only one pod has a container of that name), or
-// whose ID starts with ref. Sources that fail are passed over; when
-// every source failed, the error says so and wraps their errors.
-func (r *Resolver) FindContainer(ctx context.Context, ref string) (string, error) {
-	if err := r.Refresh(ctx); err != nil && r.allFailed() {
-		return "", fmt.Errorf("no container runtime answered: %w", err)
+// ErrNoRuntime is returned by FindContainer and FindPod when no source
+// answered the last listing.
+var ErrNoRuntime = errors.New("no container runtime answered")
+
+// FindContainer returns, from the last listing (Refresh first), the full
+// ID of the container called ref (a Docker container's name, or a
+// Kubernetes container's name when only one pod has a container of that
+// name), or whose ID starts with ref.
+func (r *Resolver) FindContainer(ref string) (string, error) {
+	if err := r.noRuntime(); err != nil {
+		return "", err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -239,11 +242,11 @@ func (r *Resolver) FindContainer(ctx context.Context, ref string) (string, error
 	return "", fmt.Errorf("%w: no container named %q", ErrNotFound, ref)
 }
 
-// FindPod lists every source and returns the UID of the Kubernetes pod
-// namespace/name.
-func (r *Resolver) FindPod(ctx context.Context, namespace, name string) (string, error) {
-	if err := r.Refresh(ctx); err != nil && r.allFailed() {
-		return "", fmt.Errorf("no container runtime answered: %w", err)
+// FindPod returns, from the last listing (Refresh first), the UID of the
+// Kubernetes pod namespace/name.
+func (r *Resolver) FindPod(namespace, name string) (string, error) {
+	if err := r.noRuntime(); err != nil {
+		return "", err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -255,11 +258,22 @@ func (r *Resolver) FindPod(ctx context.Context, namespace, name string) (string,
 	return "", fmt.Errorf("%w: no pod %s/%s", ErrNotFound, namespace, name)
 }
 
-// allFailed reports whether no source answered the last listing.
-func (r *Resolver) allFailed() bool {
+// noRuntime is ErrNoRuntime, wrapping the sources' errors, when there
+// are none or none answered the last listing.
+func (r *Resolver) noRuntime() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.errs) == len(r.sources)
+	if len(r.sources) == 0 {
+		return fmt.Errorf("%w: none is asked", ErrNoRuntime)
+	}
+	if len(r.errs) < len(r.sources) {
+		return nil
+	}
+	errs := make([]error, 0, len(r.errs))
+	for _, k := range slices.Sorted(maps.Keys(r.errs)) {
+		errs = append(errs, r.errs[k])
+	}
+	return fmt.Errorf("%w: %w", ErrNoRuntime, errors.Join(errs...))
 }
 
 func appendNew(s []string, v string) []string {

@@ -332,25 +332,32 @@ func TestResolverFind(t *testing.T) {
 	down := &fakeSource{err: errors.New("down")}
 	r := NewResolver([]Source{a, b, down}, Options{})
 	ctx := context.Background()
+	if err := r.Refresh(ctx); err == nil {
+		t.Error("Refresh with a source down: no error")
+	}
 	for ref, want := range map[string]string{"web": webID, "/db": dbID, "4f5e6a7b": webID, "9f8e": k8sID} {
-		if got, err := r.FindContainer(ctx, ref); err != nil || got != want {
+		if got, err := r.FindContainer(ref); err != nil || got != want {
 			t.Errorf("FindContainer(%q) = %q, %v; want %q", ref, got, err, want)
 		}
 	}
 	for ref, want := range map[string]error{"app": ErrAmbiguous, "0a0b0c0d": ErrAmbiguous, "nginx": ErrNotFound} {
-		if _, err := r.FindContainer(ctx, ref); !errors.Is(err, want) {
+		if _, err := r.FindContainer(ref); !errors.Is(err, want) {
 			t.Errorf("FindContainer(%q): %v, want %v", ref, err, want)
 		}
 	}
-	if uid, err := r.FindPod(ctx, "shop", "api-7d9f"); err != nil || uid != podUID {
+	if uid, err := r.FindPod("shop", "api-7d9f"); err != nil || uid != podUID {
 		t.Errorf("FindPod = %q, %v", uid, err)
 	}
-	if _, err := r.FindPod(ctx, "default", "api-7d9f"); !errors.Is(err, ErrNotFound) {
+	if _, err := r.FindPod("default", "api-7d9f"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("FindPod of another namespace: %v", err)
 	}
 	r = NewResolver([]Source{down}, Options{})
-	if _, err := r.FindContainer(ctx, "web"); err == nil || !strings.Contains(err.Error(), "no container runtime answered") {
+	r.Refresh(ctx)
+	if _, err := r.FindContainer("web"); !errors.Is(err, ErrNoRuntime) || !strings.Contains(err.Error(), "fake: down") {
 		t.Errorf("FindContainer with no runtime answering: %v", err)
+	}
+	if _, err := NewResolver(nil, Options{}).FindPod("shop", "api"); !errors.Is(err, ErrNoRuntime) {
+		t.Errorf("FindPod with no runtime: %v", err)
 	}
 }
 
