@@ -317,9 +317,9 @@ type Config struct {
 	// CRIEndpoint is a CRI runtime's socket; "": those of
 	// DefaultCRIEndpoints that exist; Off: do not ask a CRI runtime.
 	CRIEndpoint string
-	// KubeAPI: "": ask the Kubernetes API server for the pods of this
-	// node when the process runs in a pod with a service account token
-	// (InClusterConfig); Off: do not.
+	// KubeAPI is KubeAPIInCluster (or ""): ask the Kubernetes API server
+	// for the pods of this node when the process runs in a pod with a
+	// service account token (InClusterConfig); Off: do not.
 	KubeAPI string
 }
 
@@ -344,7 +344,9 @@ func Sources(config Config) ([]Source, error) {
 			out = append(out, c)
 		}
 	}
-	if config.KubeAPI != Off {
+	switch config.KubeAPI {
+	case Off:
+	case "", KubeAPIInCluster:
 		if kc, ok := InClusterConfig(); ok {
 			k, err := NewKubeAPI(kc)
 			if err != nil {
@@ -352,6 +354,8 @@ func Sources(config Config) ([]Source, error) {
 			}
 			out = append(out, k)
 		}
+	default:
+		return nil, fmt.Errorf("Kubernetes API %q: cfsprobe asks the API server of the pod it runs in (%s) or none", config.KubeAPI, KubeAPIInCluster)
 	}
 	return out, nil
 }

@@ -22,6 +22,10 @@ import (
 // credentials: token, ca.crt, namespace.
 const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
+// KubeAPIInCluster is Config.KubeAPI's value that asks the API server of
+// the pod the process runs in.
+const KubeAPIInCluster = "in-cluster"
+
 // annotationMirror is the annotation of a static pod's mirror pod: the
 // static pod's UID, which its cgroup is named by (the kubelet's config
 // hash), where the mirror pod's own UID is another.
