@@ -40,6 +40,9 @@ const (
 	busyPod     = "busy"
 	busyCtr     = "spin"
 	metricsPort = 9750
+	// minThrottled is the least share of its periods in which the busy
+	// pod must be throttled (measured: 0.5 to 1 under other tests' load).
+	minThrottled = 0.3
 )
 
 func TestKubernetes(t *testing.T) {
@@ -78,12 +81,13 @@ func TestKubernetes(t *testing.T) {
 			defer n.delete(t, job.file)
 			status := n.waitJob(t, ns, job.name, 5*time.Minute)
 			logs := n.Kubectl(t, "-n", ns, "logs", "job/"+job.name)
-			t.Logf("job %s: %s; log:\n%s", job.name, status, lastLines(logs, 6))
+			verdict := lineWith(logs, "NOT AFFECTED:")
+			t.Logf("job %s: %s: %s", job.name, status, verdict)
 			if status != "Complete" {
-				t.Fatalf("job %s %s, want Complete (the kernel not affected)", job.name, status)
+				t.Fatalf("job %s %s, want Complete (the kernel not affected); log:\n%s", job.name, status, logs)
 			}
-			if !strings.Contains(logs, "not affected") {
-				t.Errorf("job %s's log does not say \"not affected\"", job.name)
+			if verdict == "" {
+				t.Errorf("job %s's log has no verdict NOT AFFECTED:\n%s", job.name, logs)
 			}
 		})
 	}
@@ -93,8 +97,9 @@ func TestKubernetes(t *testing.T) {
 		n.Kubectl(t, "-n", ns, "rollout", "status", "ds/cfsprobe-check-nodes", "--timeout=5m")
 		logs := n.Kubectl(t, "-n", ns, "logs", "-l", "app.kubernetes.io/instance=cfsprobe-check-nodes", "--tail=-1")
 		want := "cfsprobe check on node " + nodeName + ": exit status 0"
-		if !strings.Contains(logs, want) {
-			t.Errorf("the check DaemonSet's log lacks %q:\n%s", want, lastLines(logs, 10))
+		t.Logf("check DaemonSet: %s; %s", lineWith(logs, "NOT AFFECTED:"), lineWith(logs, "cfsprobe check on node"))
+		if !strings.Contains(logs, want) || lineWith(logs, "NOT AFFECTED:") == "" {
+			t.Errorf("the check DaemonSet's log lacks %q or the verdict NOT AFFECTED:\n%s", want, logs)
 		}
 	})
 
@@ -205,7 +210,7 @@ spec:
   containers:
     - name: %[3]s
       image: %[4]s
-      command: ["/busybox/sh", "-c", "while :; do :; done"]
+      command: ["/busybox/sh", "-c", "while :; do :; done & while :; do :; done"]
       resources:
         requests: {cpu: 200m, memory: 16Mi}
         limits: {cpu: 200m, memory: 16Mi}
@@ -227,17 +232,19 @@ spec:
 	cgroup := n.containerCgroup(t, busy, busyCtr)
 	t.Logf("pod %s/%s container %s: cgroup %s", testNS, busyPod, busyCtr, cgroup)
 
-	// /metrics, twice 3 s apart: the group's periods were mostly throttled.
+	// /metrics, twice 4 s apart. Two busy loops want 2 CPUs of the 0.2
+	// they may have: a period in which they ran is a throttled one, but
+	// on a busy machine they may not run in every period.
 	url := fmt.Sprintf("http://%s:%d/metrics", exp.Status.PodIP, metricsPort)
 	first := scrape(t, url)
-	time.Sleep(3 * time.Second)
+	time.Sleep(4 * time.Second)
 	second := scrape(t, url)
 	key := `cgroup="` + cgroup + `"`
 	periods := second.value("cfsprobe_cpu_periods_total", key) - first.value("cfsprobe_cpu_periods_total", key)
 	throttled := second.value("cfsprobe_cpu_throttled_periods_total", key) - first.value("cfsprobe_cpu_throttled_periods_total", key)
-	t.Logf("/metrics of %s over 3 s: %g periods, %g throttled", cgroup, periods, throttled)
-	if periods < 10 || throttled/periods < 0.5 {
-		t.Errorf("/metrics: %s throttled in %g of %g periods, want most of them", cgroup, throttled, periods)
+	t.Logf("/metrics of %s over 4 s: %g periods, %g throttled", cgroup, periods, throttled)
+	if periods < 10 || throttled/periods < minThrottled {
+		t.Errorf("/metrics: %s throttled in %g of %g periods, want %g or more of them", cgroup, throttled, periods, minThrottled)
 	}
 	info := second.find("cfsprobe_cgroup_info", key)
 	t.Logf("cfsprobe_cgroup_info: %s", info)
@@ -248,7 +255,7 @@ spec:
 	}
 
 	// cfsprobe top on the host, naming containers through the node's CRI.
-	out, err := exec.Command(cfsprobeBin(t), "top", "--once", "--json", "--interval", "2s", "--cri-endpoint", n.CRI).Output()
+	out, err := exec.Command(cfsprobeBin(t), "top", "--once", "--json", "--interval", "3s", "--cri-endpoint", n.CRI).Output()
 	if err != nil {
 		t.Fatalf("cfsprobe top --once --json: %v", err)
 	}
@@ -267,8 +274,8 @@ spec:
 	}
 	b, _ := json.Marshal(row)
 	t.Logf("top's row: %s", b)
-	if r, _ := row["throttled_ratio"].(float64); r < 0.5 {
-		t.Errorf("top: throttled_ratio %v, want most periods throttled", row["throttled_ratio"])
+	if r, _ := row["throttled_ratio"].(float64); r < minThrottled {
+		t.Errorf("top: throttled_ratio %v, want %g or more", row["throttled_ratio"], minThrottled)
 	}
 	for k, want := range map[string]string{"pod_namespace": testNS, "pod_name": busyPod, "container_name": busyCtr} {
 		if row[k] != want {
@@ -498,10 +505,13 @@ func cfsprobeBin(t *testing.T) string {
 	return p
 }
 
-func lastLines(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
+// lineWith returns the first line of s that starts with prefix, "" when
+// none does.
+func lineWith(s, prefix string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
 	}
-	return strings.Join(l, "\n")
+	return ""
 }
