@@ -91,17 +91,22 @@ func TestKubernetes(t *testing.T) {
 			}
 		})
 	}
-	t.Run("cfsprobe-check-nodes", func(t *testing.T) {
-		n.apply(t, "check-daemonset.yaml")
-		defer n.delete(t, "check-daemonset.yaml")
-		n.Kubectl(t, "-n", ns, "rollout", "status", "ds/cfsprobe-check-nodes", "--timeout=5m")
-		logs := n.Kubectl(t, "-n", ns, "logs", "-l", "app.kubernetes.io/instance=cfsprobe-check-nodes", "--tail=-1")
-		want := "cfsprobe check on node " + nodeName + ": exit status 0"
-		t.Logf("check DaemonSet: %s; %s", lineWith(logs, "NOT AFFECTED:"), lineWith(logs, "cfsprobe check on node"))
-		if !strings.Contains(logs, want) || lineWith(logs, "NOT AFFECTED:") == "" {
-			t.Errorf("the check DaemonSet's log lacks %q or the verdict NOT AFFECTED:\n%s", want, logs)
-		}
-	})
+	for _, ds := range []struct{ file, name string }{
+		{"check-daemonset.yaml", "cfsprobe-check-nodes"},
+		{"check-daemonset-quota.yaml", "cfsprobe-check-nodes-quota"},
+	} {
+		t.Run(ds.name, func(t *testing.T) {
+			n.apply(t, ds.file)
+			defer n.delete(t, ds.file)
+			n.Kubectl(t, "-n", ns, "rollout", "status", "ds/"+ds.name, "--timeout=5m")
+			logs := n.Kubectl(t, "-n", ns, "logs", "-l", "app.kubernetes.io/instance="+ds.name, "--tail=-1")
+			want := "cfsprobe check on node " + nodeName + ": exit status 0"
+			t.Logf("%s: %s; %s", ds.name, lineWith(logs, "NOT AFFECTED:"), lineWith(logs, "cfsprobe check on node"))
+			if !strings.Contains(logs, want) || lineWith(logs, "NOT AFFECTED:") == "" {
+				t.Errorf("the check DaemonSet's log lacks %q or the verdict NOT AFFECTED:\n%s", want, logs)
+			}
+		})
+	}
 
 	t.Run("throttled pod", func(t *testing.T) { checkThrottledPod(t, n, exp) })
 	t.Logf("test wall time so far %.1f s", time.Since(wall).Seconds())
@@ -254,11 +259,22 @@ spec:
 		}
 	}
 
-	// cfsprobe top on the host, naming containers through the node's CRI.
+	// cfsprobe top on the host, naming containers through the node's
+	// CRI, and in the exporter's pod (no shell: the image's entrypoint),
+	// naming them through the API server as the exporter does.
 	out, err := exec.Command(cfsprobeBin(t), "top", "--once", "--json", "--interval", "3s", "--cri-endpoint", n.CRI).Output()
 	if err != nil {
 		t.Fatalf("cfsprobe top --once --json: %v", err)
 	}
+	checkTopRow(t, "top on the host", out, cgroup)
+	inPod := n.Kubectl(t, "-n", ns, "exec", exp.Metadata.Name, "--", "/cfsprobe", "top", "--once", "--json", "--interval", "3s", "--cgroup-root", "/host/sys/fs/cgroup")
+	checkTopRow(t, "top in the exporter's pod", []byte(inPod), cgroup)
+}
+
+// checkTopRow checks that top's JSON has the busy container's group,
+// throttled, by its names.
+func checkTopRow(t *testing.T, where string, out []byte, cgroup string) {
+	t.Helper()
 	var rows []map[string]any
 	if err := json.Unmarshal(out, &rows); err != nil {
 		t.Fatalf("top's JSON: %v", err)
@@ -270,16 +286,16 @@ spec:
 		}
 	}
 	if row == nil {
-		t.Fatalf("top does not list %s:\n%s", cgroup, out)
+		t.Fatalf("%s does not list %s:\n%s", where, cgroup, out)
 	}
 	b, _ := json.Marshal(row)
-	t.Logf("top's row: %s", b)
+	t.Logf("%s: %s", where, b)
 	if r, _ := row["throttled_ratio"].(float64); r < minThrottled {
-		t.Errorf("top: throttled_ratio %v, want %g or more", row["throttled_ratio"], minThrottled)
+		t.Errorf("%s: throttled_ratio %v, want %g or more", where, row["throttled_ratio"], minThrottled)
 	}
 	for k, want := range map[string]string{"pod_namespace": testNS, "pod_name": busyPod, "container_name": busyCtr} {
 		if row[k] != want {
-			t.Errorf("top: %s %v, want %q", k, row[k], want)
+			t.Errorf("%s: %s %v, want %q", where, k, row[k], want)
 		}
 	}
 }

@@ -129,6 +129,8 @@ func StartNode(t testing.TB) *Node {
 	}
 	n := &Node{Dir: dir, Bins: bins, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"),
 		CRI: "unix://" + filepath.Join(dir, "containerd.sock")}
+	// Cleanups run last first: Stop, then the check that it left nothing.
+	t.Cleanup(func() { n.checkNothingLeft(t) })
 	t.Cleanup(func() { n.Stop(t) })
 	if err := n.start(t); err != nil {
 		n.dumpLogs(t)
@@ -616,6 +618,13 @@ func (n *Node) Stop(t testing.TB) {
 		n.removeContainers(t)
 		stop("containerd")
 	}
+	// A shim whose task could not be deleted outlives containerd: its
+	// command line names the node's directory (containerd's address).
+	if pids, err := processesNaming(n.Dir); err == nil {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 	// Every process left in the kubelet's groups (a shim's child whose
 	// shim was killed) is killed by its PID; then the groups go.
 	for _, h := range cgroupHierarchies(t) {
@@ -649,6 +658,74 @@ func (n *Node) Stop(t testing.TB) {
 	if err := os.RemoveAll(n.Dir); err != nil {
 		t.Errorf("remove the node's directory: %v", err)
 	}
+}
+
+// checkNothingLeft fails the test if the node left anything: a process
+// of its own, a kubepods group, a mount, its directory, the address on lo,
+// a network namespace, or a sysctl other than it was.
+func (n *Node) checkNothingLeft(t testing.TB) {
+	t.Helper()
+	var left []string
+	if err := n.waitFor(10*time.Second, "the node's processes gone", func() (bool, error) {
+		pids, err := processesNaming(n.Dir)
+		return len(pids) == 0, err
+	}); err != nil {
+		left = append(left, err.Error())
+	}
+	for _, h := range cgroupHierarchies(t) {
+		if exists(filepath.Join(h, "kubepods")) {
+			left = append(left, filepath.Join(h, "kubepods"))
+		}
+	}
+	if mounts, err := readMounts(); err == nil {
+		for _, m := range mounts {
+			if strings.HasPrefix(m.point, n.Dir) {
+				left = append(left, "mount "+m.point)
+			}
+		}
+	}
+	if exists(n.Dir) {
+		left = append(left, n.Dir)
+	}
+	if out, _ := exec.Command("ip", "-4", "-o", "addr", "show", "dev", "lo").Output(); strings.Contains(string(out), " "+apiIP+"/") {
+		left = append(left, apiIP+" on lo")
+	}
+	if ents, err := os.ReadDir("/var/run/netns"); err == nil {
+		for _, e := range ents {
+			if !n.netnsBefore[e.Name()] {
+				left = append(left, "/var/run/netns/"+e.Name())
+			}
+		}
+	}
+	for s, was := range n.sysctls {
+		if b, err := os.ReadFile("/proc/sys/" + s); err == nil && strings.TrimSpace(string(b)) != was {
+			left = append(left, fmt.Sprintf("sysctl %s = %s, was %s", s, strings.TrimSpace(string(b)), was))
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("the node left: %s", strings.Join(left, "; "))
+	}
+}
+
+// processesNaming lists the processes whose command line contains s,
+// except this one.
+func processesNaming(s string) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
 }
 
 // stop sends SIGTERM to the daemon's PID, then SIGKILL after grace.
