@@ -1,7 +1,8 @@
 // Package containers tells the names of the containers and pods whose
 // cgroups cfsprobe reads, as their runtimes know them: a Docker container's
 // name and image (the Engine API), a Kubernetes container's namespace, pod
-// and container name (the CRI's labels). A group's path has only IDs
+// and container name (the CRI's labels, or, from inside a pod, the API
+// server's pods of the node: KubeAPI). A group's path has only IDs
 // (monitor.Identify); this package maps them to names, and names back to
 // IDs for selecting a group by name.
 //
