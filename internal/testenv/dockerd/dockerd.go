@@ -275,6 +275,16 @@ func (d *Daemon) image(t testing.TB, variant string) string {
 	return d.images[variant]
 }
 
+// Save writes the images refs to an archive in a temporary directory of
+// the test (docker save: what `ctr images import` and `docker load`
+// take) and returns its path.
+func (d *Daemon) Save(t testing.TB, refs ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "images.tar")
+	d.Docker(t, append([]string{"save", "-o", out}, refs...)...)
+	return out
+}
+
 // repoRoot is the directory of cfsprobe's go.mod, above the working
 // directory (a test's is its package's).
 func repoRoot() (string, error) {
