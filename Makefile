@@ -44,20 +44,28 @@ $(BIN): $(GOSRC) $(NATIVE)
 native: $(NATIVE)
 
 # image builds cfsprobe's container image from the Dockerfile, offline:
-# the binary built above and Debian's busybox-static (the debug variant's
-# shell) are staged in build/image/, the build's whole context, and the
-# Dockerfile's two targets are built from it with the legacy builder on the
-# daemon DOCKER_HOST names: $(IMAGE) (no shell) and $(IMAGE)-debug.
+# the binary built above and Debian's busybox-static with a link per
+# applet (the debug variant's shell and tools) are staged in build/image/,
+# the build's whole context, and the Dockerfile's two targets are built
+# from it with the legacy builder on the daemon DOCKER_HOST names:
+# $(IMAGE) (no shell) and $(IMAGE)-debug. The build runs nothing in a
+# container. PLATFORM (linux/arm64) labels the images for another
+# architecture whose binary and busybox were given (README: "The image").
 IMAGE ?= cfsprobe:$(VERSION)
 BUSYBOX ?= /bin/busybox
+PLATFORM ?=
 IMAGE_CONTEXT := build/image
 image: $(BIN)
 	@command -v docker >/dev/null && [ -x $(BUSYBOX) ] || $(MAKE) deps
-	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)
+	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)/busybox
 	cp $(BIN) $(IMAGE_CONTEXT)/cfsprobe
-	cp $(BUSYBOX) $(IMAGE_CONTEXT)/busybox
-	DOCKER_BUILDKIT=0 docker build -q --target debug -t $(IMAGE)-debug -f Dockerfile $(IMAGE_CONTEXT)
-	DOCKER_BUILDKIT=0 docker build -q -t $(IMAGE) -f Dockerfile $(IMAGE_CONTEXT)
+	cp $(BUSYBOX) $(IMAGE_CONTEXT)/busybox/busybox
+	@# The applets of the busybox given, or of this machine's when it is another architecture's.
+	for a in $$($(BUSYBOX) --list 2>/dev/null || /bin/busybox --list); do \
+		[ "$$a" = busybox ] || ln -s busybox $(IMAGE_CONTEXT)/busybox/$$a; \
+	done
+	DOCKER_BUILDKIT=0 docker build -q $(if $(PLATFORM),--platform $(PLATFORM)) --target debug -t $(IMAGE)-debug -f Dockerfile $(IMAGE_CONTEXT)
+	DOCKER_BUILDKIT=0 docker build -q $(if $(PLATFORM),--platform $(PLATFORM)) -t $(IMAGE) -f Dockerfile $(IMAGE_CONTEXT)
 
 preload: $(PRELOAD)
 
