@@ -32,7 +32,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build image deps test test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image deps test leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -105,8 +105,19 @@ deps:
 
 # test runs every test: lint, unit and integration tests on this host's
 # cgroups (with the race detector), the preload library's C tests, brief
-# fuzzing of every parser, and the cgroup v2 tests in a qemu guest.
-test: deps lint test-unit test-preload fuzz test-v2
+# fuzzing of every parser, and the cgroup v2 tests in a qemu guest. Around
+# them, scripts/leftovers.sh checks that nothing was left behind: no
+# process of a daemon the tests started, mount, cgroup, network link or
+# changed sysctl.
+test: deps leftovers-before lint test-unit test-preload fuzz test-v2 leftovers-after
+
+LEFTOVERS := build/leftovers.before
+leftovers-before:
+	@mkdir -p $(dir $(LEFTOVERS))
+	@./scripts/leftovers.sh snapshot $(LEFTOVERS)
+
+leftovers-after:
+	@./scripts/leftovers.sh compare $(LEFTOVERS)
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.
