@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/testenv/dockerd"
 )
 
@@ -43,6 +45,8 @@ const (
 	// minThrottled is the least share of its periods in which the busy
 	// pod must be throttled (measured: 0.5 to 1 under other tests' load).
 	minThrottled = 0.3
+	// stRdonly is statfs(2)'s ST_RDONLY: the mount is read-only.
+	stRdonly = 0x1
 )
 
 func TestKubernetes(t *testing.T) {
@@ -138,25 +142,26 @@ func checkExporterPrivileges(t *testing.T, n *Node, exp pod) {
 			t.Errorf("exporter (pid %d) %s: %q, want %q", pid, k, fields[k], want)
 		}
 	}
-	mi, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	// Each mount as the exporter sees it: statfs through its root says
+	// whether the mount is read-only.
+	mounts, err := cgroup.ReadMountinfo(hostfs.Default(), strconv.Itoa(pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ro := map[string]bool{}
 	var submounts []string
-	for _, l := range strings.Split(string(mi), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 6 {
+	for _, m := range mounts {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(fmt.Sprintf("/proc/%d/root%s", pid, m.MountPoint), &st); err != nil {
 			continue
 		}
-		point, opts := unescapeMount(f[4]), strings.Split(f[5], ",")
-		ro[point] = opts[0] == "ro"
-		if strings.HasPrefix(point, "/host/sys/fs/cgroup/") {
-			submounts = append(submounts, fmt.Sprintf("%s %s", point, opts[0]))
+		ro[m.MountPoint] = st.Flags&stRdonly != 0
+		if strings.HasPrefix(m.MountPoint, "/host/sys/fs/cgroup/") {
+			submounts = append(submounts, fmt.Sprintf("%s %s", m.MountPoint, map[bool]string{true: "ro", false: "rw"}[ro[m.MountPoint]]))
 		}
 	}
 	for _, p := range []string{"/", "/host/sys/fs/cgroup"} {
-		if !ro[p] {
+		if isRO, ok := ro[p]; !ok || !isRO {
 			t.Errorf("exporter (pid %d): %s is not mounted read-only", pid, p)
 		}
 	}

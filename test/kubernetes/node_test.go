@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -15,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
@@ -620,7 +620,7 @@ func (n *Node) Stop(t testing.TB) {
 	}
 	// A shim whose task could not be deleted outlives containerd: its
 	// command line names the node's directory (containerd's address).
-	if pids, err := processesNaming(n.Dir); err == nil {
+	if pids, err := testenv.ProcessesNaming(n.Dir); err == nil {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -633,7 +633,7 @@ func (n *Node) Stop(t testing.TB) {
 		}
 	}
 	n.removeNetns(t)
-	if err := unmountUnder(n.Dir); err != nil {
+	if err := testenv.UnmountUnder(n.Dir); err != nil {
 		t.Error(err)
 	}
 	if n.addedAddr {
@@ -667,7 +667,7 @@ func (n *Node) checkNothingLeft(t testing.TB) {
 	t.Helper()
 	var left []string
 	if err := n.waitFor(10*time.Second, "the node's processes gone", func() (bool, error) {
-		pids, err := processesNaming(n.Dir)
+		pids, err := testenv.ProcessesNaming(n.Dir)
 		return len(pids) == 0, err
 	}); err != nil {
 		left = append(left, err.Error())
@@ -677,11 +677,9 @@ func (n *Node) checkNothingLeft(t testing.TB) {
 			left = append(left, filepath.Join(h, "kubepods"))
 		}
 	}
-	if mounts, err := readMounts(); err == nil {
-		for _, m := range mounts {
-			if strings.HasPrefix(m.point, n.Dir) {
-				left = append(left, "mount "+m.point)
-			}
+	if points, err := testenv.MountsUnder(n.Dir); err == nil {
+		for _, p := range points {
+			left = append(left, "mount "+p)
 		}
 	}
 	if exists(n.Dir) {
@@ -705,27 +703,6 @@ func (n *Node) checkNothingLeft(t testing.TB) {
 	if len(left) > 0 {
 		t.Errorf("the node left: %s", strings.Join(left, "; "))
 	}
-}
-
-// processesNaming lists the processes whose command line contains s,
-// except this one.
-func processesNaming(s string) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(s)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
 }
 
 // stop sends SIGTERM to the daemon's PID, then SIGKILL after grace.
@@ -842,83 +819,17 @@ func (n *Node) removeHostFiles(t testing.TB) {
 // cgroupHierarchies returns the mount points of every cgroup hierarchy.
 func cgroupHierarchies(t testing.TB) []string {
 	t.Helper()
-	mounts, err := readMounts()
+	mounts, err := cgroup.ReadMountinfo(hostfs.Default(), "self")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, m := range mounts {
-		if m.fstype == "cgroup" || m.fstype == "cgroup2" {
-			out = append(out, m.point)
+		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
+			out = append(out, m.MountPoint)
 		}
 	}
 	return out
-}
-
-type mount struct{ point, fstype string }
-
-// readMounts reads this process's mount table.
-func readMounts() ([]mount, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []mount
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 64*1024), 1024*1024)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		sep := slices.Index(fields, "-")
-		if len(fields) < 5 || sep < 0 || sep+1 >= len(fields) {
-			continue
-		}
-		out = append(out, mount{point: unescapeMount(fields[4]), fstype: fields[sep+1]})
-	}
-	return out, s.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// unmountUnder unmounts every mount at or below dir, deepest first.
-func unmountUnder(dir string) error {
-	mounts, err := readMounts()
-	if err != nil {
-		return err
-	}
-	var points []string
-	for _, m := range mounts {
-		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
-			points = append(points, m.point)
-		}
-	}
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
-	var errs []error
-	for _, p := range points {
-		if err := syscall.Unmount(p, 0); err != nil && !errors.Is(err, syscall.EINVAL) {
-			if err2 := syscall.Unmount(p, syscall.MNT_DETACH); err2 != nil && !errors.Is(err2, syscall.EINVAL) {
-				errs = append(errs, fmt.Errorf("unmount %s: %w", p, err2))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // removeTree removes a cgroup directory and every group below it, deepest
