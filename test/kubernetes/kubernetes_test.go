@@ -245,11 +245,19 @@ spec:
 	// /metrics, twice 4 s apart. Two busy loops want 2 CPUs of the 0.2
 	// they may have: a period in which they ran is a throttled one, but
 	// on a busy machine they may not run in every period.
+	// The exporter finds new groups when it walks the tree, every
+	// --scan-interval (10 s): wait until it lists the pod's.
 	url := fmt.Sprintf("http://%s:%d/metrics", exp.Status.PodIP, metricsPort)
-	first := scrape(t, url)
+	key := `cgroup="` + cgroup + `"`
+	var first exposition
+	if err := n.waitFor(30*time.Second, "the exporter listing "+cgroup, func() (bool, error) {
+		first = scrape(t, url)
+		return first.find("cfsprobe_cpu_periods_total", key) != "", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(4 * time.Second)
 	second := scrape(t, url)
-	key := `cgroup="` + cgroup + `"`
 	periods := second.value("cfsprobe_cpu_periods_total", key) - first.value("cfsprobe_cpu_periods_total", key)
 	throttled := second.value("cfsprobe_cpu_throttled_periods_total", key) - first.value("cfsprobe_cpu_throttled_periods_total", key)
 	t.Logf("/metrics of %s over 4 s: %g periods, %g throttled", cgroup, periods, throttled)

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -65,12 +66,30 @@ type Node struct {
 	client *http.Client
 	procs  []*proc // in start order
 
-	sysctls   map[string]string // as found
-	addedAddr bool
+	host hostState
+}
+
+// hostState is what the node found on the host and what it changed there,
+// saved in Dir (stateFile) as soon as it is known: a node whose test was
+// killed before its cleanups ran (a -timeout panic) is undone by the next
+// StartNode from it.
+type hostState struct {
+	Sysctls   map[string]string // as found
+	AddedAddr bool              // apiIP added to lo
 	// Host paths outside Dir that the runtime writes: kept if they were
 	// there before, removed if the node made them.
-	hadNetns, hadCNI, hadLogContainers bool
-	netnsBefore                        map[string]bool
+	HadNetns, HadCNI, HadLogContainers bool
+	NetnsBefore                        map[string]bool
+}
+
+const stateFile = "host-state.json"
+
+func (n *Node) saveHostState() error {
+	b, err := json.Marshal(n.host)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(n.Dir, stateFile), b, 0o600)
 }
 
 // proc is a daemon the node started.
@@ -113,6 +132,7 @@ func StartNode(t testing.TB) *Node {
 			need(t, p+" is not installed (make deps)")
 		}
 	}
+	sweepKilledNodes(t)
 	for _, h := range cgroupHierarchies(t) {
 		if _, err := os.Stat(filepath.Join(h, "kubepods")); err == nil {
 			t.Fatalf("%s exists: a kubelet runs on this machine or a node test left it; stop that kubelet or remove its groups", filepath.Join(h, "kubepods"))
@@ -141,27 +161,34 @@ func StartNode(t testing.TB) *Node {
 }
 
 func (n *Node) start(t testing.TB) error {
-	n.sysctls = map[string]string{}
+	h := &n.host
+	h.Sysctls = map[string]string{}
 	for _, s := range kubeletSysctls {
 		b, err := os.ReadFile("/proc/sys/" + s)
 		if err != nil {
 			return err
 		}
-		n.sysctls[s] = strings.TrimSpace(string(b))
+		h.Sysctls[s] = strings.TrimSpace(string(b))
 	}
-	n.hadNetns = exists("/var/run/netns")
-	n.hadCNI = exists("/var/lib/cni")
-	n.hadLogContainers = exists("/var/log/containers")
-	n.netnsBefore = map[string]bool{}
+	h.HadNetns = exists("/var/run/netns")
+	h.HadCNI = exists("/var/lib/cni")
+	h.HadLogContainers = exists("/var/log/containers")
+	h.NetnsBefore = map[string]bool{}
 	if ents, err := os.ReadDir("/var/run/netns"); err == nil {
 		for _, e := range ents {
-			n.netnsBefore[e.Name()] = true
+			h.NetnsBefore[e.Name()] = true
 		}
+	}
+	if err := n.saveHostState(); err != nil {
+		return err
 	}
 	if out, err := exec.Command("ip", "addr", "add", apiIP+"/32", "dev", "lo").CombinedOutput(); err != nil {
 		return fmt.Errorf("ip addr add %s/32 dev lo: %v: %s", apiIP, err, out)
 	}
-	n.addedAddr = true
+	h.AddedAddr = true
+	if err := n.saveHostState(); err != nil {
+		return err
+	}
 
 	var err error
 	if n.pki, err = newPKI(filepath.Join(n.Dir, "pki")); err != nil {
@@ -636,14 +663,14 @@ func (n *Node) Stop(t testing.TB) {
 	if err := testenv.UnmountUnder(n.Dir); err != nil {
 		t.Error(err)
 	}
-	if n.addedAddr {
+	if n.host.AddedAddr {
 		if out, err := exec.Command("ip", "addr", "del", apiIP+"/32", "dev", "lo").CombinedOutput(); err != nil {
 			t.Errorf("ip addr del %s/32 dev lo: %v: %s", apiIP, err, out)
 		}
 	}
 	n.removeHostFiles(t)
 	for _, s := range kubeletSysctls {
-		was, ok := n.sysctls[s]
+		was, ok := n.host.Sysctls[s]
 		if !ok {
 			continue
 		}
@@ -657,6 +684,42 @@ func (n *Node) Stop(t testing.TB) {
 	}
 	if err := os.RemoveAll(n.Dir); err != nil {
 		t.Errorf("remove the node's directory: %v", err)
+	}
+}
+
+// sweepKilledNodes undoes the nodes whose tests were killed before their
+// cleanups ran: directories of this package's nodes with a saved host
+// state and no process naming them but containerd's shims (the daemons
+// died with the test: Pdeathsig). Stop then removes what is left, from
+// the state the node saved.
+func sweepKilledNodes(t testing.TB) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "cfsprobe-k8s-*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, stateFile))
+		if err != nil {
+			continue
+		}
+		pids, err := testenv.ProcessesNaming(dir)
+		if err != nil {
+			continue
+		}
+		live := false
+		for _, pid := range pids {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			if !strings.HasPrefix(string(comm), "containerd-shim") {
+				live = true // a node another test runs
+			}
+		}
+		if live {
+			continue
+		}
+		n := &Node{Dir: dir}
+		if err := json.Unmarshal(b, &n.host); err != nil {
+			continue
+		}
+		t.Logf("undoing the node of a killed test in %s (%d shims left)", dir, len(pids))
+		n.Stop(t)
 	}
 }
 
@@ -690,12 +753,12 @@ func (n *Node) checkNothingLeft(t testing.TB) {
 	}
 	if ents, err := os.ReadDir("/var/run/netns"); err == nil {
 		for _, e := range ents {
-			if !n.netnsBefore[e.Name()] {
+			if !n.host.NetnsBefore[e.Name()] {
 				left = append(left, "/var/run/netns/"+e.Name())
 			}
 		}
 	}
-	for s, was := range n.sysctls {
+	for s, was := range n.host.Sysctls {
 		if b, err := os.ReadFile("/proc/sys/" + s); err == nil && strings.TrimSpace(string(b)) != was {
 			left = append(left, fmt.Sprintf("sysctl %s = %s, was %s", s, strings.TrimSpace(string(b)), was))
 		}
@@ -767,7 +830,7 @@ func (n *Node) removeNetns(t testing.TB) {
 	t.Helper()
 	ents, _ := os.ReadDir("/var/run/netns")
 	for _, e := range ents {
-		if n.netnsBefore[e.Name()] || !strings.HasPrefix(e.Name(), "cni-") {
+		if n.host.NetnsBefore[e.Name()] || !strings.HasPrefix(e.Name(), "cni-") {
 			continue
 		}
 		p := filepath.Join("/var/run/netns", e.Name())
@@ -778,7 +841,7 @@ func (n *Node) removeNetns(t testing.TB) {
 			t.Errorf("remove %s: %v", p, err)
 		}
 	}
-	if !n.hadNetns {
+	if !n.host.HadNetns {
 		if ents, err := os.ReadDir("/var/run/netns"); err == nil && len(ents) == 0 {
 			_ = syscall.Unmount("/var/run/netns", syscall.MNT_DETACH)
 			_ = os.Remove("/var/run/netns")
@@ -797,7 +860,7 @@ func (n *Node) removeHostFiles(t testing.TB) {
 			t.Error(err)
 		}
 	}
-	if !n.hadCNI {
+	if !n.host.HadCNI {
 		if err := os.RemoveAll("/var/lib/cni"); err != nil {
 			t.Error(err)
 		}
@@ -809,7 +872,7 @@ func (n *Node) removeHostFiles(t testing.TB) {
 			_ = os.Remove(l)
 		}
 	}
-	if !n.hadLogContainers {
+	if !n.host.HadLogContainers {
 		if ents, err := os.ReadDir("/var/log/containers"); err == nil && len(ents) == 0 {
 			_ = os.Remove("/var/log/containers")
 		}
@@ -888,4 +951,94 @@ func freePort() int {
 // repoPath returns a path of the repository from this package's directory.
 func repoPath(rel string) string {
 	return filepath.Join("..", "..", rel)
+}
+
+// helperEnv makes the test binary a node whose test is then killed
+// (TestKilledNodeIsUndone).
+const helperEnv = "CFSPROBE_K8S_KILLED_NODE"
+
+// TestKilledNodeHelper is not a test of its own: run by
+// TestKilledNodeIsUndone, it starts a node with a pod, prints the node's
+// directory and waits to be killed, so that none of its cleanups run.
+func TestKilledNodeHelper(t *testing.T) {
+	if os.Getenv(helperEnv) != "1" {
+		t.Skip("run by TestKilledNodeIsUndone")
+	}
+	n := StartNode(t)
+	pod := filepath.Join(n.Dir, "pod.yaml")
+	if err := os.WriteFile(pod, []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: sleeper, namespace: default}
+spec:
+  automountServiceAccountToken: false
+  containers:
+    - name: pause
+      image: `+pauseImage+`
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.Kubectl(t, "apply", "-f", pod)
+	n.Kubectl(t, "wait", "--for=condition=Ready", "pod/sleeper", "--timeout=2m")
+	fmt.Printf("node-dir %s\n", n.Dir)
+	time.Sleep(10 * time.Minute)
+}
+
+// A test killed with its node running (a -timeout panic, kill -9) runs
+// none of its cleanups: its daemons die with it (Pdeathsig), its pod's
+// shim, processes, mounts, network namespace and groups stay. The next
+// node undoes them from the state the killed one saved.
+func TestKilledNodeIsUndone(t *testing.T) {
+	binsDir(t)
+	if os.Geteuid() != 0 {
+		need(t, "a Kubernetes node needs root")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledNodeHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dirc := make(chan string, 1)
+	var lines []string
+	go func() {
+		s := bufio.NewScanner(out)
+		for s.Scan() {
+			lines = append(lines, s.Text())
+			if d, ok := strings.CutPrefix(s.Text(), "node-dir "); ok {
+				dirc <- d
+			}
+		}
+		close(dirc)
+	}()
+	var dir string
+	select {
+	case dir = <-dirc:
+	case <-time.After(3 * time.Minute):
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	for range dirc { // the reader is done with lines
+	}
+	if dir == "" {
+		t.Fatalf("the helper did not start its node:\n%s\n%s", strings.Join(lines, "\n"), stderr.String())
+	}
+	pids, _ := testenv.ProcessesNaming(dir)
+	t.Logf("killed the test of node %s: %d processes name it (its pod's shim)", dir, len(pids))
+	if len(pids) == 0 {
+		t.Errorf("the killed node left no shim: nothing to undo, the test shows nothing")
+	}
+
+	var h hostState
+	if b, err := os.ReadFile(filepath.Join(dir, stateFile)); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	sweepKilledNodes(t)
+	(&Node{Dir: dir, host: h}).checkNothingLeft(t)
 }
