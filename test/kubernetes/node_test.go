@@ -1027,9 +1027,24 @@ func TestKilledNodeIsUndone(t *testing.T) {
 	if dir == "" {
 		t.Fatalf("the helper did not start its node:\n%s\n%s", strings.Join(lines, "\n"), stderr.String())
 	}
-	pids, _ := testenv.ProcessesNaming(dir)
-	t.Logf("killed the test of node %s: %d processes name it (its pod's shim)", dir, len(pids))
-	if len(pids) == 0 {
+	// The daemons die with the test, a moment after it; the pod's shim
+	// stays.
+	var shims []int
+	waitErr := (&Node{}).waitFor(15*time.Second, "the killed node's daemons gone", func() (bool, error) {
+		pids, err := testenv.ProcessesNaming(dir)
+		shims = shims[:0]
+		for _, pid := range pids {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.HasPrefix(string(comm), "containerd-shim") {
+				shims = append(shims, pid)
+			}
+		}
+		return len(pids) == len(shims), err
+	})
+	if waitErr != nil {
+		t.Error(waitErr)
+	}
+	t.Logf("killed the test of node %s: its pod's shims %v are left", dir, shims)
+	if len(shims) == 0 {
 		t.Errorf("the killed node left no shim: nothing to undo, the test shows nothing")
 	}
 
