@@ -265,7 +265,11 @@ spec:
 		t.Errorf("/metrics: %s throttled in %g of %g periods, want %g or more of them", cgroup, throttled, periods, minThrottled)
 	}
 	info := second.find("cfsprobe_cgroup_info", key)
-	t.Logf("cfsprobe_cgroup_info: %s", info)
+	for _, l := range second {
+		if strings.HasPrefix(l, "cfsprobe_cgroup_info{") && strings.Contains(l, busy.Metadata.UID) {
+			t.Logf("the pod's groups: %s", l)
+		}
+	}
 	for _, l := range []string{`pod_namespace="` + testNS + `"`, `pod_name="` + busyPod + `"`, `container_name="` + busyCtr + `"`} {
 		if !strings.Contains(info, l) {
 			t.Errorf("cfsprobe_cgroup_info of the busy container lacks %s: %s", l, info)
