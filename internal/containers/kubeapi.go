@@ -101,9 +101,10 @@ func NewKubeAPI(config KubeAPIConfig) (*KubeAPI, error) {
 		tokenFile: filepath.Join(config.Dir, "token"),
 		nsFile:    filepath.Join(config.Dir, "namespace"),
 		node:      config.Node,
+		// No proxy from the environment: the API server is the
+		// cluster's own address.
 		client: &http.Client{Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-			Proxy:           nil,
 		}},
 	}, nil
 }
