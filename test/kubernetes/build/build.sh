@@ -37,11 +37,13 @@ export CGO_ENABLED=0
 # build NAME LDFLAGS PACKAGE: go build into $dir/NAME unless it is there.
 build() {
 	[ -x "$dir/$1" ] && return 0
+	built=1
 	echo "build.sh: $1" >&2
 	$GO build -trimpath -ldflags "$2" -o "$dir/$1.tmp" "$3"
 	mv "$dir/$1.tmp" "$dir/$1"
 }
 start=$(date +%s)
+built=0
 for cmd in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
 	build "$cmd" "$kflags" "k8s.io/kubernetes/cmd/$cmd"
 done
@@ -52,10 +54,11 @@ for p in main/loopback main/ptp ipam/host-local; do
 done
 cd "$here"
 if [ ! -x "$dir/pause" ]; then
+	built=1
 	echo "build.sh: pause" >&2
 	src=$($GO list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c
 	${CC:-cc} -Os -static -s -Wall -DVERSION="$version" -o "$dir/pause.tmp" "$src"
 	mv "$dir/pause.tmp" "$dir/pause"
 fi
-echo "build.sh: done in $(( $(date +%s) - start )) s" >&2
+[ "$built" = 0 ] || echo "build.sh: built in $(( $(date +%s) - start )) s into $dir" >&2
 echo "$dir"
