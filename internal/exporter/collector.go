@@ -72,9 +72,11 @@ type periodsSource interface {
 
 // namer tells the names a container runtime gives a group's container or
 // pod (a *containers.Resolver), from memory: it is asked at every scrape
-// about the groups it could not name yet.
+// about the groups it could not name yet. Errors are the runtimes that
+// did not answer its last listing.
 type namer interface {
 	Names(id monitor.Identity) (trace.Names, bool)
+	Errors() []error
 }
 
 // errorCounts counts failed reads by file (monitor.ReadErrors).

@@ -64,7 +64,10 @@ type Exporter struct {
 	// usageUnknown counts the groups without usage by reason, at the
 	// last walk (for logging changes only).
 	usageUnknown map[monitor.UsageUnknown]int
-	mu           sync.Mutex
+	// namesErr is what the runtimes that did not answer said last (for
+	// logging changes only).
+	namesErr string
+	mu       sync.Mutex
 }
 
 // New returns an Exporter of opts.Root. Nothing is read before Rescan or
@@ -144,7 +147,29 @@ func (e *Exporter) Rescan() error {
 		e.log.Debug("walked the cgroup tree", "groups", e.scanner.Walked(), "limited", len(e.targets), "took", time.Since(start))
 		e.logUsageUnknown()
 	}
+	e.logNamesErrors()
 	return nil
+}
+
+// logNamesErrors says when container runtimes stop or start answering:
+// their containers keep the path's labels meanwhile.
+func (e *Exporter) logNamesErrors() {
+	if e.opts.Names == nil {
+		return
+	}
+	var msgs []string
+	for _, err := range e.opts.Names.Errors() {
+		msgs = append(msgs, err.Error())
+	}
+	msg := strings.Join(msgs, "; ")
+	switch {
+	case msg == e.namesErr:
+	case msg != "":
+		e.log.Info("containers of these runtimes are labelled by their cgroup paths only", "err", msg)
+	default:
+		e.log.Info("every container runtime answers: containers are named")
+	}
+	e.namesErr = msg
 }
 
 // logUsageUnknown says, for each reason, how many groups are reported

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http/httptest"
 	"os"
@@ -637,7 +639,10 @@ func TestAcceptsText(t *testing.T) {
 type fakeNamer struct {
 	byID    map[string]trace.Names
 	lookups map[string]int
+	errs    []error
 }
+
+func (f *fakeNamer) Errors() []error { return f.errs }
 
 func (f *fakeNamer) Names(id monitor.Identity) (trace.Names, bool) {
 	key := id.ContainerID
@@ -695,4 +700,38 @@ func TestNames(t *testing.T) {
 		t.Errorf("%d lookups of groups without a container or pod", n)
 	}
 	lint(t, e)
+}
+
+// A runtime that stops answering is logged once, and again when it
+// answers; nothing is logged per scan meanwhile.
+func TestNamesErrorsLogged(t *testing.T) {
+	r, err := monitor.OpenRoot(filepath.Join(fixtures, "docker-v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	namer := &fakeNamer{byID: map[string]trace.Names{}, lookups: map[string]int{}}
+	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true,
+		Logger: slog.New(slog.NewTextHandler(&buf, nil)), Names: namer})
+	t.Cleanup(e.scanner.Close)
+	rescan := func() {
+		t.Helper()
+		if err := e.Rescan(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rescan()
+	namer.errs = []error{errors.New("docker unix:///var/run/docker.sock: connection refused")}
+	rescan()
+	rescan()
+	namer.errs = nil
+	rescan()
+	rescan()
+	log := buf.String()
+	if n := strings.Count(log, "labelled by their cgroup paths only"); n != 1 || !strings.Contains(log, "connection refused") {
+		t.Errorf("the runtime's failure was logged %d times, want once:\n%s", n, log)
+	}
+	if n := strings.Count(log, "every container runtime answers"); n != 1 {
+		t.Errorf("the runtime's return was logged %d times, want once:\n%s", n, log)
+	}
 }
