@@ -342,6 +342,10 @@ func TestExporterDaemonSet(t *testing.T) {
 	if !strings.HasPrefix(args, "exporter ") || !strings.Contains(args, "--cgroup-root "+cgroupMount) {
 		t.Errorf("args %q: want exporter ... --cgroup-root %s", args, cgroupMount)
 	}
+	// No runtime's socket is mounted: names come from the API server.
+	if !strings.Contains(args, "--docker-host none") || !strings.Contains(args, "--cri-endpoint none") || strings.Contains(args, "--kube-api") {
+		t.Errorf("args %q: want --docker-host none and --cri-endpoint none (no socket is mounted), and --kube-api left at in-cluster", args)
+	}
 
 	// Non-root, read-only, nothing to escalate to.
 	for _, sc := range []struct {
