@@ -1,37 +1,41 @@
-# cfsprobe's container image: one static binary on distroless, running as nobody.
+# cfsprobe's container image: the static binary the Makefile builds, FROM
+# scratch, running as nobody (65534). Nothing is pulled: it builds offline.
 #
-#   docker build -t ghcr.io/cfsprobe/cfsprobe:latest .
-#   docker build --target debug -t ghcr.io/cfsprobe/cfsprobe:latest-debug .
+#   make image                    # cfsprobe:<version> and cfsprobe:<version>-debug
+#   make image IMAGE=ghcr.io/cfsprobe/cfsprobe:latest
 #
-# The default image has no shell; the debug target adds busybox (/busybox/sh)
-# for deploy/kubernetes/check-daemonset*.yaml, which runs the check and then
-# waits. Commands that need root (run, suite, check, cleanup) get it from the
-# pod's securityContext, not from the image. Multi-arch:
-#   docker buildx build --platform linux/amd64,linux/arm64 -t ... .
+# `make image` builds bin/cfsprobe (CGO_ENABLED=0, the C engine and the
+# cpuview preload library embedded), stages it with Debian's busybox-static
+# in build/image/ and builds this file's two targets from that directory
+# with the legacy builder (DOCKER_BUILDKIT=0 docker build -f Dockerfile
+# build/image). The context holds nothing else:
+#   build/image/cfsprobe   the binary
+#   build/image/busybox    /bin/busybox of Debian's busybox-static (debug only)
+#
+# The default image has no shell. The debug target adds busybox at
+# /busybox (/busybox/sh, PATH=/busybox) for deploy/kubernetes/
+# check-daemonset*.yaml, which runs the check and then waits. Commands that
+# need root (run, suite, check, cleanup) get it from the pod's
+# securityContext or `docker run --user 0`, not from the image.
+#
+# Other architectures: the binary is the target's, so build it there, or
+# cross-compile the C parts with the target's gcc and Go with GOARCH:
+#   make image CC=aarch64-linux-gnu-gcc GOARCH=arm64 BUSYBOX=<arm64 busybox>
+# (Debian: gcc-aarch64-linux-gnu; busybox-static:arm64 from the arm64
+# archive), then `docker build --platform linux/arm64` builds this file
+# unchanged: it runs nothing but busybox's installer in the debug target,
+# which needs the target's CPU or qemu-user-static's binfmt handlers.
 
-# go.mod asks for go 1.26.8; golang:1.26 is the newest 1.26 release (pull it
-# again if a cached one is older).
-# The build stage runs on the target platform (under emulation for the
-# other architecture): the binary embeds two C programs (the workloads' engine
-# and the cpuview preload library) that the image's gcc builds natively.
-FROM golang:1.26 AS build
-WORKDIR /src
-COPY go.mod go.sum ./
-RUN go mod download
-COPY . .
-ARG VERSION=dev
-RUN make native && CGO_ENABLED=0 \
-    go build -trimpath \
-      -ldflags "-s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=${VERSION}" \
-      -o /out/cfsprobe ./cmd/cfsprobe
-
-FROM gcr.io/distroless/static:debug-nonroot AS debug
-COPY --from=build /out/cfsprobe /cfsprobe
-USER 65534
+FROM scratch AS debug
+COPY busybox /busybox/busybox
+RUN ["/busybox/busybox", "--install", "-s", "/busybox"]
+ENV PATH=/busybox
+COPY cfsprobe /cfsprobe
+USER 65534:65534
 ENTRYPOINT ["/cfsprobe"]
 
 # The default target comes last.
-FROM gcr.io/distroless/static:nonroot
-COPY --from=build /out/cfsprobe /cfsprobe
-USER 65534
+FROM scratch
+COPY cfsprobe /cfsprobe
+USER 65534:65534
 ENTRYPOINT ["/cfsprobe"]

@@ -10,8 +10,10 @@ LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # qemu + a stock kernel + busybox + cpio (cgroup v2 guest), chromium (report
 # tests and make screenshot), tmux (cfsprobe top in a real terminal), gcc,
 # g++ and libc6-dev (the cpuview preload library and its C/C++ tests), nginx
-# (worker_processes auto under the CPU view).
-APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx
+# (worker_processes auto under the CPU view), docker.io (make image and the
+# tests on a private dockerd; busybox-static is the debug image's shell) and
+# prometheus (the tests of deploy/prometheus/ with a real Prometheus).
+APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx docker.io prometheus
 GOSRC := $(shell find . -name '*.go' -not -path './bin/*' 2>/dev/null) go.mod go.sum
 # The cpuview preload library (native/cpuview/README.md). internal/cpuview
 # embeds the directory it is built into, so every target that compiles Go
@@ -30,7 +32,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build deps test test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image deps test test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -40,6 +42,22 @@ $(BIN): $(GOSRC) $(NATIVE)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/cfsprobe
 
 native: $(NATIVE)
+
+# image builds cfsprobe's container image from the Dockerfile, offline:
+# the binary built above and Debian's busybox-static (the debug variant's
+# shell) are staged in build/image/, the build's whole context, and the
+# Dockerfile's two targets are built from it with the legacy builder on the
+# daemon DOCKER_HOST names: $(IMAGE) (no shell) and $(IMAGE)-debug.
+IMAGE ?= cfsprobe:$(VERSION)
+BUSYBOX ?= /bin/busybox
+IMAGE_CONTEXT := build/image
+image: $(BIN)
+	@command -v docker >/dev/null && [ -x $(BUSYBOX) ] || $(MAKE) deps
+	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)
+	cp $(BIN) $(IMAGE_CONTEXT)/cfsprobe
+	cp $(BUSYBOX) $(IMAGE_CONTEXT)/busybox
+	DOCKER_BUILDKIT=0 docker build -q --target debug -t $(IMAGE)-debug -f Dockerfile $(IMAGE_CONTEXT)
+	DOCKER_BUILDKIT=0 docker build -q -t $(IMAGE) -f Dockerfile $(IMAGE_CONTEXT)
 
 preload: $(PRELOAD)
 
