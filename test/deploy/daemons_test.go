@@ -1,0 +1,311 @@
+package deploy
+
+// The programs the stack test starts: cfsprobe's exporter, built from this
+// checkout, and Prometheus. Each is stopped by its PID when the test ends,
+// also when it fails.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
+	"sigs.k8s.io/yaml"
+)
+
+// syncBuffer is a process's output, written by exec's copying goroutine
+// and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// daemon is a long-running program a test started.
+type daemon struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error // Wait's, once done is closed
+}
+
+// stopTimeout is how long a daemon has to exit after SIGTERM before it is
+// killed.
+const stopTimeout = 15 * time.Second
+
+// startDaemon starts cmd, collecting its output, and stops it by its PID
+// (SIGTERM, then SIGKILL) when the test ends.
+func startDaemon(t *testing.T, name string, cmd *exec.Cmd) *daemon {
+	t.Helper()
+	d := &daemon{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = d.out, d.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { d.err = cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() {
+		if err := d.stop(); err != nil {
+			t.Errorf("stop %s (pid %d): %v\n%s", name, cmd.Process.Pid, err, d.out)
+		}
+		if t.Failed() {
+			t.Logf("%s's output:\n%s", name, d.out)
+		}
+	})
+	return d
+}
+
+// stop ends the daemon: SIGTERM, then SIGKILL if it has not exited within
+// stopTimeout. A daemon that exits on SIGTERM with status 0 stopped
+// cleanly; stop reports anything else.
+func (d *daemon) stop() error {
+	select {
+	case <-d.done:
+		return fmt.Errorf("it had exited already: %v", d.err)
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+		return d.err
+	case <-time.After(stopTimeout):
+		_ = d.cmd.Process.Kill()
+		<-d.done
+		return fmt.Errorf("no exit %v after SIGTERM: killed", stopTimeout)
+	}
+}
+
+// waitReady polls url until it answers 200 OK, failing the test after
+// timeout or when the daemon exits.
+func (d *daemon) waitReady(t *testing.T, url string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.done:
+			t.Fatalf("%s exited: %v\n%s", d.name, d.err, d.out)
+		default:
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: %s not ready after %v (last: %s)\n%s", d.name, url, timeout, last, d.out)
+}
+
+// freeAddr is a loopback TCP address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// buildCfsprobe builds cfsprobe from this checkout into a temporary
+// directory (make native has built what it embeds).
+func buildCfsprobe(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "cfsprobe")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/cfsprobe")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/cfsprobe: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startExporter runs `cfsprobe exporter` on this host's cgroup tree,
+// walking it every 500 ms, with extra flags, and returns its address once
+// it is ready.
+func startExporter(t *testing.T, bin string, flags ...string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	args := append([]string{"exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms"}, flags...)
+	d := startDaemon(t, "cfsprobe exporter", exec.Command(bin, args...))
+	d.waitReady(t, "http://"+addr+"/readyz", 30*time.Second)
+	return addr
+}
+
+// The stack test compresses time: Prometheus scrapes and evaluates every
+// promInterval, every alert of its copy of rules.yaml waits promFor, and
+// every range of the rules' expressions is rangeScale times shorter (5m
+// becomes 10s, 10m 20s), so that a rate covers as many scrapes as in
+// production, relative to how long the series have existed.
+const (
+	promInterval = "1s"
+	promFor      = "5s"
+	rangeScale   = 30
+)
+
+// shortRules is rules.yaml with every alert's for: set to promFor and every
+// range of its expressions divided by rangeScale; the thresholds, joins,
+// labels and annotations are the file's.
+func shortRules(t *testing.T) []byte {
+	t.Helper()
+	rf := loadRules(t)
+	for _, g := range rf.Groups {
+		for i := range g.Rules {
+			r := &g.Rules[i]
+			if r.Alert != "" {
+				r.For = promFor
+			}
+			e, err := promql(r.Expr)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", rulesFile, r.Alert+r.Record, err)
+			}
+			parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+				if ms, ok := n.(*parser.MatrixSelector); ok {
+					ms.Range /= rangeScale
+				}
+				return nil
+			})
+			r.Expr = e.String()
+		}
+	}
+	b, err := yaml.Marshal(rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// prometheus is a Prometheus server a test started.
+type prometheus struct {
+	*daemon
+	api promv1.API
+	url string
+}
+
+// startPrometheus starts Prometheus on a free loopback port with its
+// storage in a temporary directory, scraping the exporter at exporterAddr
+// as job cfsprobe-exporter (labelled with this host's name as node, as
+// exporter-servicemonitor.yaml's relabeling does) every promInterval, and
+// evaluating rules (a rule file's contents) as often.
+func startPrometheus(t *testing.T, bin, exporterAddr string, rules []byte) *prometheus {
+	t.Helper()
+	dir := t.TempDir()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{
+		"global": map[string]any{
+			"scrape_interval":     promInterval,
+			"scrape_timeout":      promInterval,
+			"evaluation_interval": promInterval,
+		},
+		"rule_files": []string{"rules.yaml"},
+		"scrape_configs": []any{map[string]any{
+			"job_name": exporterJob,
+			"static_configs": []any{map[string]any{
+				"targets": []string{exporterAddr},
+				"labels":  map[string]string{"node": host},
+			}},
+		}},
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"prometheus.yml": b, "rules.yaml": rules} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := freeAddr(t)
+	d := startDaemon(t, "prometheus", exec.Command(bin,
+		"--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--log.level=warn"))
+	u := "http://" + addr
+	d.waitReady(t, u+"/-/ready", 60*time.Second)
+	c, err := api.NewClient(api.Config{Address: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &prometheus{daemon: d, api: promv1.NewAPI(c), url: u}
+}
+
+// callTimeout bounds one call of Prometheus' API.
+const callTimeout = 10 * time.Second
+
+func (p *prometheus) alerts() ([]promv1.Alert, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	r, err := p.api.Alerts(ctx)
+	return r.Alerts, err
+}
+
+// query evaluates expr now and returns the samples of its instant vector
+// (a scalar becomes one sample without labels).
+func (p *prometheus) query(expr string) (model.Vector, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	v, _, err := p.api.Query(ctx, expr, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", oneLine(expr), err)
+	}
+	switch v := v.(type) {
+	case model.Vector:
+		return v, nil
+	case *model.Scalar:
+		return model.Vector{{Value: v.Value, Timestamp: v.Timestamp}}, nil
+	}
+	return nil, fmt.Errorf("query %s: a %s, want an instant vector", oneLine(expr), v.Type())
+}
+
+// labelValues is what Grafana's label_values(match, label) lists over the
+// last hour.
+func (p *prometheus) labelValues(label, match string) (model.LabelValues, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	v, _, err := p.api.LabelValues(ctx, label, []string{match}, time.Now().Add(-time.Hour), time.Now())
+	return v, err
+}
+
+func (p *prometheus) rules() (promv1.RulesResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	return p.api.Rules(ctx, nil)
+}
+
+// oneLine shortens an expression for messages.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
