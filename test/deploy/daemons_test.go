@@ -47,11 +47,12 @@ func (s *syncBuffer) String() string {
 
 // daemon is a long-running program a test started.
 type daemon struct {
-	name string
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error // Wait's, once done is closed
+	name    string
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	done    chan struct{}
+	err     error // Wait's, once done is closed
+	stopped bool  // by stop
 }
 
 // stopTimeout is how long a daemon has to exit after SIGTERM before it is
@@ -69,6 +70,9 @@ func startDaemon(t *testing.T, name string, cmd *exec.Cmd) *daemon {
 	}
 	go func() { d.err = cmd.Wait(); close(d.done) }()
 	t.Cleanup(func() {
+		if d.stopped {
+			return
+		}
 		if err := d.stop(); err != nil {
 			t.Errorf("stop %s (pid %d): %v\n%s", name, cmd.Process.Pid, err, d.out)
 		}
@@ -83,6 +87,7 @@ func startDaemon(t *testing.T, name string, cmd *exec.Cmd) *daemon {
 // stopTimeout. A daemon that exits on SIGTERM with status 0 stopped
 // cleanly; stop reports anything else.
 func (d *daemon) stop() error {
+	d.stopped = true
 	select {
 	case <-d.done:
 		return fmt.Errorf("it had exited already: %v", d.err)
@@ -152,15 +157,15 @@ func buildCfsprobe(t *testing.T) string {
 }
 
 // startExporter runs `cfsprobe exporter` on this host's cgroup tree,
-// walking it every 500 ms, with extra flags, and returns its address once
-// it is ready.
-func startExporter(t *testing.T, bin string, flags ...string) string {
+// walking it every 500 ms, with extra flags, and returns it and its
+// address once it is ready.
+func startExporter(t *testing.T, bin string, flags ...string) (*daemon, string) {
 	t.Helper()
 	addr := freeAddr(t)
 	args := append([]string{"exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms"}, flags...)
 	d := startDaemon(t, "cfsprobe exporter", exec.Command(bin, args...))
 	d.waitReady(t, "http://"+addr+"/readyz", 30*time.Second)
-	return addr
+	return d, addr
 }
 
 // The stack test compresses time: Prometheus scrapes and evaluates every

@@ -105,7 +105,7 @@ func TestPrometheusStack(t *testing.T) {
 	d := dockerd.Start(t)
 	img := engineImage(t, d)
 	bin := buildCfsprobe(t)
-	expAddr := startExporter(t, bin)
+	exporter, expAddr := startExporter(t, bin)
 	prom := startPrometheus(t, promBin, expAddr, shortRules(t))
 	t.Logf("setup (dockerd, image, build, exporter, prometheus): %.1fs", time.Since(begin).Seconds())
 
@@ -180,10 +180,60 @@ func TestPrometheusStack(t *testing.T) {
 		t.Logf("%s (--cpus %s): no alert in %.0fs", control.name, control.cpus, time.Since(control.started).Seconds())
 	}
 
+	logSeed003Runs(t, prom, aggressive, control)
 	checkRulesHealthy(t, prom)
 	checkSeed003Query(t, prom, aggressive, control)
 	checkDashboardQueries(t, prom)
+
+	// The exporter stops: CFSProbeExporterDown fires for it.
+	stopped := time.Now()
+	if err := exporter.stop(); err != nil {
+		t.Fatalf("stop the exporter: %v", err)
+	}
+	if !waitAlert(prom, alertTimeout, func(a promv1.Alert) bool {
+		return a.Labels[model.AlertNameLabel] == "CFSProbeExporterDown" && string(a.Labels["instance"]) == expAddr && a.State == promv1.AlertStateFiring
+	}) {
+		t.Errorf("CFSProbeExporterDown did not fire within %v of the exporter's exit", alertTimeout)
+	} else {
+		t.Logf("CFSProbeExporterDown firing %.1fs after the exporter stopped", time.Since(stopped).Seconds())
+	}
 	t.Logf("wall time so far %.1fs", time.Since(begin).Seconds())
+}
+
+// waitAlert polls Prometheus' alerts until one satisfies ok, or timeout.
+func waitAlert(prom *prometheus, timeout time.Duration, ok func(promv1.Alert) bool) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		alerts, err := prom.alerts()
+		if err == nil && slices.ContainsFunc(alerts, ok) {
+			return true
+		}
+	}
+	return false
+}
+
+// logSeed003Runs logs, for each container, seed 003's table row over its
+// life so far, from Prometheus: CPU used, throttle rate, time throttled.
+func logSeed003Runs(t *testing.T, prom *prometheus, cs ...container) {
+	t.Helper()
+	for _, c := range cs {
+		age := time.Since(c.started).Truncate(time.Second)
+		row := map[string]float64{}
+		for name, expr := range map[string]string{
+			"cpu":       "rate(cfsprobe_cpu_usage_seconds_total{cgroup=%q}[%s])",
+			"periods":   "increase(cfsprobe_cpu_periods_total{cgroup=%q}[%s])",
+			"throttled": "increase(cfsprobe_cpu_throttled_periods_total{cgroup=%q}[%s])",
+			"seconds":   "increase(cfsprobe_cpu_throttled_seconds_total{cgroup=%q}[%s])",
+		} {
+			v, err := prom.query(fmt.Sprintf(expr, c.cgroup(), model.Duration(age)))
+			if err != nil || len(v) != 1 {
+				t.Errorf("%s: %s: %v %v", c.name, name, v, err)
+				continue
+			}
+			row[name] = float64(v[0].Value)
+		}
+		t.Logf("seed 003 run, %s (--cpus %s) over %v: CPU %.1f %%, throttle rate %.1f %% (%.0f/%.0f), %.2fs throttled",
+			c.name, c.cpus, age, 100*row["cpu"], 100*row["throttled"]/row["periods"], row["throttled"], row["periods"], row["seconds"])
+	}
 }
 
 // checkRulesHealthy: Prometheus loaded every rule of the copy, and the
