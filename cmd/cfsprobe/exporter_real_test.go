@@ -7,7 +7,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 func TestExporterRealThrottledGroup(t *testing.T) {
@@ -74,7 +74,7 @@ func TestExporterRealThrottledGroup(t *testing.T) {
 // what the exporter wrote to stderr.
 func realExporter(t *testing.T) (addr string, stop func() string) {
 	t.Helper()
-	addr = freeAddr(t)
+	addr = testenv.FreeAddr(t)
 	exp := exec.Command(bin, "exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms")
 	var stderr strings.Builder
 	exp.Stderr = &stderr
@@ -92,17 +92,6 @@ func realExporter(t *testing.T) (addr string, stop func() string) {
 	}
 	t.Cleanup(func() { stop() })
 	return addr, stop
-}
-
-// freeAddr is a local TCP address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // scrapeSeries gets the /metrics of the exporter at addr and returns its

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
+
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 // syncBuffer is a process's output, written by exec's copying goroutine
@@ -131,17 +132,6 @@ func (d *daemon) waitReady(t *testing.T, url string, timeout time.Duration) {
 	t.Fatalf("%s: %s not ready after %v (last: %s)\n%s", d.name, url, timeout, last, d.out)
 }
 
-// freeAddr is a loopback TCP address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // buildCfsprobe builds cfsprobe from this checkout into a temporary
 // directory (make native has built what it embeds).
 func buildCfsprobe(t *testing.T) string {
@@ -161,7 +151,7 @@ func buildCfsprobe(t *testing.T) string {
 // address once it is ready.
 func startExporter(t *testing.T, bin string, flags ...string) (*daemon, string) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	args := append([]string{"exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms"}, flags...)
 	d := startDaemon(t, "cfsprobe exporter", exec.Command(bin, args...))
 	d.waitReady(t, "http://"+addr+"/readyz", 30*time.Second)
@@ -254,7 +244,7 @@ func startPrometheus(t *testing.T, bin, exporterAddr string, rules []byte) *prom
 			t.Fatal(err)
 		}
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	d := startDaemon(t, "prometheus", exec.Command(bin,
 		"--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),

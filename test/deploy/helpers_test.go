@@ -90,6 +90,19 @@ func decodeStrict(doc yamlDoc, v any) error {
 	return decodeJSONStrict(j, v, doc.String())
 }
 
+// decodeOneDoc decodes the file p, which must hold one YAML document,
+// strictly into v.
+func decodeOneDoc(t *testing.T, p string, v any) {
+	t.Helper()
+	docs := splitYAML(t, p)
+	if len(docs) != 1 {
+		t.Fatalf("%s: want one YAML document, got %d", p, len(docs))
+	}
+	if err := decodeStrict(docs[0], v); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func decodeJSONStrict(j []byte, v any, where string) error {
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.DisallowUnknownFields()

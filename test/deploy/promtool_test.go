@@ -97,14 +97,8 @@ func TestPromtoolRules(t *testing.T) {
 	for _, f := range files {
 		name := filepath.ToSlash(filepath.Join(promtoolTestsDir, filepath.Base(f)))
 		rel = append(rel, name)
-		docs := splitYAML(t, name)
-		if len(docs) != 1 {
-			t.Fatalf("%s: want one YAML document, got %d", name, len(docs))
-		}
 		var pt promtoolTests
-		if err := decodeStrict(docs[0], &pt); err != nil {
-			t.Fatal(err)
-		}
+		decodeOneDoc(t, name, &pt)
 		// The tests run against the file users load, not a copy.
 		if !slices.Equal(pt.RuleFiles, []string{"../rules.yaml"}) {
 			t.Errorf("%s: rule_files %v, want [../rules.yaml]", name, pt.RuleFiles)
