@@ -269,6 +269,16 @@ func TestErrors(t *testing.T) {
 			want: []string{"--sample-interval -1ms", "100µs to the 100ms period"}},
 		{name: "record root missing", args: []string{"record", "--cgroup-root", "/no/such/dir", "/"},
 			want: []string{"--cgroup-root /no/such/dir does not exist"}},
+		{name: "record pod without name", args: []string{"record", "--pod", "shop/"},
+			want: []string{`--pod "shop/": give the pod as NAMESPACE/NAME`}},
+		{name: "record container no runtime", args: []string{"record", "--docker-host", "none", "--cri-endpoint", "none", "--container", "web"}, host: true,
+			want: []string{"--container web: no container runtime answered", "at least 4 characters"}},
+		{name: "record pod no runtime", args: []string{"record", "--docker-host", "none", "--cri-endpoint", "none", "--pod", "shop/api"}, host: true,
+			want: []string{"--pod shop/api: no container runtime answered", "or its UID"}},
+		{name: "top docker host scheme", args: []string{"top", "--once", "--docker-host", "ssh://me@host"}, host: true,
+			want: []string{`docker host "ssh://me@host": cfsprobe speaks to unix:// and tcp:// addresses only`, "--docker-host unix:///var/run/docker.sock"}},
+		{name: "exporter cri endpoint path", args: []string{"exporter", "--cri-endpoint", "/run/containerd/containerd.sock"}, host: true,
+			want: []string{"give the runtime's socket as unix:///PATH"}},
 
 		// recommend: the flags, then the traces (or the live group), all
 		// checked before anything is recorded or simulated.

@@ -19,6 +19,7 @@ type exporterFlags struct {
 	scanInterval     time.Duration
 	samplerMaxGroups int
 	all              bool
+	runtime          runtimeFlags
 }
 
 // minScanInterval keeps walks from costing more than scrapes.
@@ -35,6 +36,12 @@ and settings, and per-period distributions that counters cannot show: how much
 of its quota the group used in each enforcement period, how long its tasks
 stood still when throttled, and how often it was throttled while using less
 than half its quota. docs/metrics.md lists the metrics.
+
+cfsprobe_cgroup_info names containers as their runtimes do: a Docker
+container's name and image (the Docker Engine API on --docker-host), a
+Kubernetes container's namespace, pod and name (the CRI on --cri-endpoint).
+The runtimes are listed when a container appears, at most every 5 seconds,
+never per scrape; a runtime that does not answer leaves the path's labels.
 
 Endpoints: /metrics (Prometheus text; OpenMetrics to a client that takes no text), /healthz (the
 process serves), /readyz (the last walk of --cgroup-root succeeded).
@@ -56,6 +63,7 @@ Logs go to stderr; SIGINT or SIGTERM stops it cleanly.`,
 	fl.DurationVar(&f.scanInterval, "scan-interval", exporter.DefaultScanInterval, "how often the tree is walked to find new and removed groups and read their limits")
 	fl.IntVar(&f.samplerMaxGroups, "sampler-max-groups", exporter.DefaultSamplerMaxGroups, "most groups the per-period sampler follows (0: no sampler)")
 	fl.BoolVar(&f.all, "all", false, "report cgroups without a CPU limit too (counters and info only)")
+	f.runtime.addFlags(fl)
 	return c
 }
 
@@ -67,6 +75,10 @@ func runExporter(f *exporterFlags) error {
 		return usageErr("--sampler-max-groups %d is negative: use 0 for no sampler, or the most groups to follow", f.samplerMaxGroups)
 	}
 	root, err := f.cgroupRoot.open()
+	if err != nil {
+		return err
+	}
+	names, err := f.runtime.resolver()
 	if err != nil {
 		return err
 	}
@@ -83,6 +95,7 @@ func runExporter(f *exporterFlags) error {
 		Host:             root.HostFacts(hostfs.Default()),
 		Version:          lab.Version,
 		Logger:           log,
+		Names:            names,
 	})
 	ctx, sig, stop := signalContext()
 	defer stop()

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/containers"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
@@ -121,4 +122,26 @@ func sampleIntervalErr(err error) error {
 		return usageErr("--sample-interval %v is outside %v to the %v period: give one in that range, or leave it out", se.Interval, lab.MinSampleInterval, se.Period)
 	}
 	return err
+}
+
+// runtimeFlags say which container runtimes name containers and pods
+// (top, exporter, record).
+type runtimeFlags struct {
+	dockerHost, criEndpoint string
+}
+
+func (r *runtimeFlags) addFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&r.dockerHost, "docker-host", containers.DockerHostFromEnv(), "Docker daemon whose containers are named by their names and images (unix:///PATH or tcp://HOST:PORT; "+containers.Off+": do not ask)")
+	fl.StringVar(&r.criEndpoint, "cri-endpoint", "", "CRI runtime (containerd, CRI-O) whose pods and containers are named, unix:///PATH (default: its usual sockets that exist; "+containers.Off+": do not ask)")
+}
+
+// resolver makes the runtimes' names resolver, or says in the flags'
+// words why it cannot. A runtime that is not running is not an error:
+// groups then keep their path identity.
+func (r runtimeFlags) resolver() (*containers.Resolver, error) {
+	s, err := containers.Sources(containers.Config{DockerHost: r.dockerHost, CRIEndpoint: r.criEndpoint})
+	if err != nil {
+		return nil, usageErr("%v: give --docker-host unix:///var/run/docker.sock or tcp://HOST:PORT, --cri-endpoint unix:///PATH, or %s to ask neither", err, containers.Off)
+	}
+	return containers.NewResolver(s, containers.Options{}), nil
 }

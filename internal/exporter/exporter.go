@@ -40,6 +40,9 @@ type Options struct {
 	Version          string        // cfsprobe's
 	GoVersion        string        // runtime.Version() when empty
 	Logger           *slog.Logger  // nil: no logs
+	// Names names containers and pods as their runtimes do
+	// (containers.Resolver); nil: by their paths only.
+	Names namer
 	// NoRuntimeMetrics leaves out the Go client's process_* and go_*
 	// metrics (tests that compare expositions).
 	NoRuntimeMetrics bool
@@ -99,7 +102,7 @@ func newExporter(opts Options, reg *prometheus.Registry) *Exporter {
 	if opts.Root.Version == 2 {
 		files = []string{"directory", "cpu.stat", "cpu.max"}
 	}
-	e.collector = NewCollector(e.scanner, periods, e.scanner.Errors(), Info{
+	e.collector = NewCollector(e.scanner, periods, e.scanner.Errors(), opts.Names, Info{
 		Version: opts.Version, GoVersion: opts.GoVersion, Host: opts.Host, ErrorFiles: files,
 	})
 	e.reg.MustRegister(e.collector)
