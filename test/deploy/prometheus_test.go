@@ -105,7 +105,7 @@ func TestPrometheusStack(t *testing.T) {
 	d := dockerd.Start(t)
 	img := engineImage(t, d)
 	bin := buildCfsprobe(t)
-	exporter, expAddr := startExporter(t, bin)
+	exporter, expAddr := startExporter(t, bin, "--docker-host", d.Host())
 	prom := startPrometheus(t, promBin, expAddr, shortRules(t))
 	t.Logf("setup (dockerd, image, build, exporter, prometheus): %.1fs", time.Since(begin).Seconds())
 
@@ -167,6 +167,10 @@ func TestPrometheusStack(t *testing.T) {
 	}
 	if got := string(fired.Labels["kind"]); got != "docker" {
 		t.Errorf("%s: kind %q, want docker", alert, got)
+	}
+	// The alert names the container as Docker does.
+	if got := string(fired.Labels["name"]); !strings.HasPrefix(got, aggressive.name+" ") || !strings.HasPrefix(string(fired.Annotations["summary"]), got+" ") {
+		t.Errorf("%s: name %q and summary %q do not start with the container's name %s", alert, got, fired.Annotations["summary"], aggressive.name)
 	}
 	// --cpus 0.1 and a thread that wants 0.5 CPU: throttled most of
 	// every period, on one CPU, so several seconds per second of limit.
@@ -312,8 +316,8 @@ func checkSeed003Query(t *testing.T, prom *prometheus, aggressive, control conta
 		}
 		got := float64(v[0].Value)
 		t.Logf("seed 003 throttle rate of %s (--cpus %s): %.1f %% %s", c.name, c.cpus, got, v[0].Metric)
-		if string(v[0].Metric["name"]) != c.name || string(v[0].Metric["cgroup"]) != c.cgroup() {
-			t.Errorf("seed 003 query for %s returned %s, want name %q and cgroup %s", c.name, v[0].Metric, c.name, c.cgroup())
+		if string(v[0].Metric["container_name"]) != c.name || string(v[0].Metric["cgroup"]) != c.cgroup() {
+			t.Errorf("seed 003 query for %s returned %s, want container_name %q and cgroup %s", c.name, v[0].Metric, c.name, c.cgroup())
 		}
 		if math.IsNaN(got) || !c.ok(got) {
 			t.Errorf("seed 003 throttle rate of %s (--cpus %s) is %.1f %%, want %s", c.name, c.cpus, got, c.want)
