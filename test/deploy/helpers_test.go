@@ -2,7 +2,9 @@
 // manifests are decoded strictly into the API types, every PromQL
 // expression of the rules and the dashboard is parsed, and every metric
 // they use must be documented in docs/metrics.md, so the three cannot
-// drift apart.
+// drift apart. The rules and the dashboard also run: promtool's unit tests
+// of every alert (deploy/prometheus/tests), and a real Prometheus scraping
+// a real exporter while containers are throttled (TestPrometheusStack).
 package deploy
 
 import (
