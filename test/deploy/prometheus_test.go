@@ -168,6 +168,11 @@ func TestPrometheusStack(t *testing.T) {
 	if got := string(fired.Labels["kind"]); got != "docker" {
 		t.Errorf("%s: kind %q, want docker", alert, got)
 	}
+	for k, v := range fired.Annotations {
+		if strings.Contains(string(v), "<no value>") || strings.TrimSpace(string(v)) == "" {
+			t.Errorf("%s: annotation %s renders as %q", alert, k, v)
+		}
+	}
 	// The alert names the container as Docker does.
 	if got := string(fired.Labels["name"]); !strings.HasPrefix(got, aggressive.name+" ") || !strings.HasPrefix(string(fired.Annotations["summary"]), got+" ") {
 		t.Errorf("%s: name %q and summary %q do not start with the container's name %s", alert, got, fired.Annotations["summary"], aggressive.name)
