@@ -14,9 +14,12 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
-// promtoolTestsDir holds promtool's unit tests of rules.yaml, one file per
-// alert, named after it.
-const promtoolTestsDir = "deploy/prometheus/tests"
+// promtoolTestsDir holds promtool's unit tests of rules.yaml: one file per
+// alert, named after it, and recordTests for the recording rules.
+const (
+	promtoolTestsDir = "deploy/prometheus/tests"
+	recordTests      = "recording-rules.yaml"
+)
 
 // promtoolTests mirrors promtool's unit test file (promtool test rules).
 type promtoolTests struct {
@@ -68,15 +71,18 @@ func needTool(t *testing.T, name, pkg string) string {
 }
 
 // Every alert of rules.yaml has promtool unit tests in which it fires and
-// in which it stays quiet although its for: has passed, and promtool runs
-// them (and checks the rule file) without a failure.
+// in which it stays quiet although its for: has passed, every recording
+// rule one of its values, and promtool runs them (and checks the rule
+// file) without a failure.
 func TestPromtoolRules(t *testing.T) {
 	promtool := needTool(t, "promtool", "prometheus")
 	rf := loadRules(t)
 	forOf := map[string]time.Duration{}
+	records := map[string]int{} // record -> expression tests of it
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
-			if r.Alert == "" {
+			if r.Record != "" {
+				records[r.Record] = 0
 				continue
 			}
 			d, err := model.ParseDuration(r.For)
@@ -103,9 +109,22 @@ func TestPromtoolRules(t *testing.T) {
 		if !slices.Equal(pt.RuleFiles, []string{"../rules.yaml"}) {
 			t.Errorf("%s: rule_files %v, want [../rules.yaml]", name, pt.RuleFiles)
 		}
+		if filepath.Base(f) == recordTests {
+			for _, tc := range pt.Tests {
+				if len(tc.AlertRuleTests) > 0 {
+					t.Errorf("%s: test %q tests alerts; they have files of their own", name, tc.Name)
+				}
+				for _, et := range tc.PromqlExprTests {
+					if _, ok := records[et.Expr]; ok && len(et.ExpSamples) > 0 {
+						records[et.Expr]++
+					}
+				}
+			}
+			continue
+		}
 		alert := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		if _, ok := forOf[alert]; !ok {
-			t.Errorf("%s: named after no alert of %s", name, rulesFile)
+			t.Errorf("%s: named after no alert of %s (nor %s)", name, rulesFile, recordTests)
 		}
 		for _, tc := range pt.Tests {
 			for _, at := range tc.AlertRuleTests {
@@ -136,6 +155,12 @@ func TestPromtoolRules(t *testing.T) {
 		}
 	}
 
+	for record, n := range records {
+		if n == 0 {
+			t.Errorf("%s: no promql_expr_test in %s/%s with samples of %s", rulesFile, promtoolTestsDir, recordTests, record)
+		}
+	}
+
 	check := exec.Command(promtool, "check", "rules", rulesFile)
 	check.Dir = root
 	if out, err := check.CombinedOutput(); err != nil {
@@ -150,7 +175,8 @@ func TestPromtoolRules(t *testing.T) {
 	if n := strings.Count(string(out), "SUCCESS"); n != len(rel) {
 		t.Errorf("promtool test rules: %d of %d files report SUCCESS:\n%s", n, len(rel), out)
 	}
-	t.Logf("promtool test rules: %d files, %d alerts, %d cases firing, %d quiet after for:", len(rel), len(forOf), sum(fires), sum(quiet))
+	t.Logf("promtool test rules: %d files, %d alerts (%d cases firing, %d quiet after for:), %d recording rules (%d expression tests)",
+		len(rel), len(forOf), sum(fires), sum(quiet), len(records), sum(records))
 }
 
 func sum(m map[string]int) int {
