@@ -9,6 +9,7 @@ package deploy
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -112,49 +113,15 @@ func TestPrometheusStack(t *testing.T) {
 	aggressive := runBursty(t, d, img, aggressiveName, "0.1")
 	control := runBursty(t, d, img, controlName, "1.0")
 
-	// Watch the alerts until the aggressive container's fires and the
-	// control has been watched long enough.
 	const alert = "CFSProbeCPULimitTooLow"
-	var pendingAt, firingAt time.Time
-	var fired promv1.Alert
-	seen := map[string]promv1.Alert{} // every other alert seen, by name and labels
-	var controlAlerts []promv1.Alert
-	for deadline := time.Now().Add(alertTimeout); ; time.Sleep(250 * time.Millisecond) {
-		alerts, err := prom.alerts()
-		if err != nil {
-			t.Fatal(err)
-		}
-		mine, rest := alertsAbout(alerts, aggressive.cgroup())
-		c, rest := alertsAbout(rest, control.cgroup())
-		controlAlerts = append(controlAlerts, c...)
-		for _, a := range rest {
-			seen[a.Labels.String()] = a
-		}
-		for _, a := range mine {
-			if string(a.Labels[model.AlertNameLabel]) != alert {
-				seen[a.Labels.String()] = a
-				continue
-			}
-			if pendingAt.IsZero() {
-				pendingAt = time.Now()
-			}
-			if a.State == promv1.AlertStateFiring {
-				if firingAt.IsZero() {
-					firingAt = time.Now()
-				}
-				fired = a // its value as last evaluated
-			}
-		}
-		if !firingAt.IsZero() && time.Since(control.started) > controlWatch || time.Now().After(deadline) {
-			break
-		}
-	}
-	for _, a := range seen {
+	w := watchAlerts(t, prom, alert, aggressive, control)
+	for _, a := range w.others {
 		t.Logf("other alert: %s %s value %s", a.State, a.Labels, a.Value)
 		if slices.Contains(exporterHealthAlerts, string(a.Labels[model.AlertNameLabel])) && string(a.Labels["instance"]) == expAddr {
 			t.Errorf("%s about the exporter: %s %s", a.Labels[model.AlertNameLabel], a.State, a.Labels)
 		}
 	}
+	pendingAt, firingAt, fired := w.pendingAt, w.firingAt, w.fired
 	if firingAt.IsZero() {
 		t.Fatalf("%s (--cpus %s): %s did not fire within %v of its start (pending: %v)", aggressive.name, aggressive.cpus, alert, alertTimeout, !pendingAt.IsZero())
 	}
@@ -182,10 +149,10 @@ func TestPrometheusStack(t *testing.T) {
 	if v, err := strconv.ParseFloat(fired.Value, 64); err != nil || v <= 1 {
 		t.Errorf("%s: value %s, want well over the alert's 0.5 (%v)", alert, fired.Value, err)
 	}
-	for _, a := range controlAlerts {
+	for _, a := range w.control {
 		t.Errorf("%s (--cpus %s): %s is %s: %s value %s", control.name, control.cpus, a.Labels[model.AlertNameLabel], a.State, a.Labels, a.Value)
 	}
-	if len(controlAlerts) == 0 {
+	if len(w.control) == 0 {
 		t.Logf("%s (--cpus %s): no alert in %.0fs", control.name, control.cpus, time.Since(control.started).Seconds())
 	}
 
@@ -207,6 +174,62 @@ func TestPrometheusStack(t *testing.T) {
 		t.Logf("CFSProbeExporterDown firing %.1fs after the exporter stopped", time.Since(stopped).Seconds())
 	}
 	t.Logf("wall time so far %.1fs", time.Since(begin).Seconds())
+}
+
+// alertWatch is what watchAlerts saw.
+type alertWatch struct {
+	pendingAt, firingAt time.Time      // when the alert about the throttled container was first seen so
+	fired               promv1.Alert   // that alert, as last evaluated
+	control             []promv1.Alert // every alert about the control container
+	others              []promv1.Alert // every other alert, about anything
+}
+
+// watchAlerts polls Prometheus' alerts until the alert about the throttled
+// container fires and the control has run for controlWatch, or until
+// alertTimeout.
+func watchAlerts(t *testing.T, prom *prometheus, alert string, throttled, control container) alertWatch {
+	t.Helper()
+	var w alertWatch
+	controlSeen, othersSeen := map[string]promv1.Alert{}, map[string]promv1.Alert{}
+	for deadline := time.Now().Add(alertTimeout); ; time.Sleep(250 * time.Millisecond) {
+		alerts, err := prom.alerts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, rest := alertsAbout(alerts, throttled.cgroup())
+		c, rest := alertsAbout(rest, control.cgroup())
+		for _, a := range c {
+			controlSeen[a.Labels.String()+string(a.State)] = a
+		}
+		for _, a := range mine {
+			if string(a.Labels[model.AlertNameLabel]) != alert {
+				rest = append(rest, a)
+				continue
+			}
+			if w.pendingAt.IsZero() {
+				w.pendingAt = time.Now()
+			}
+			if a.State == promv1.AlertStateFiring {
+				if w.firingAt.IsZero() {
+					w.firingAt = time.Now()
+				}
+				w.fired = a
+			}
+		}
+		for _, a := range rest {
+			othersSeen[a.Labels.String()] = a
+		}
+		if !w.firingAt.IsZero() && time.Since(control.started) > controlWatch || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(controlSeen)) {
+		w.control = append(w.control, controlSeen[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(othersSeen)) {
+		w.others = append(w.others, othersSeen[k])
+	}
+	return w
 }
 
 // waitAlert polls Prometheus' alerts until one satisfies ok, or timeout.
