@@ -99,20 +99,3 @@ func TestUnescapeMount(t *testing.T) {
 		}
 	}
 }
-
-// TestImage builds cfsprobe's image with `make image` and runs it: the
-// default one has no shell, the debug one has busybox's.
-func TestImage(t *testing.T) {
-	d := Start(t)
-	img := d.Image(t)
-	if out := d.Docker(t, "run", "--rm", img, "version"); !strings.Contains(out, "cfsprobe") {
-		t.Errorf("docker run %s version printed %q", img, out)
-	}
-	if _, err := d.Run("run", "--rm", "--entrypoint", "/bin/sh", img, "-c", "true"); err == nil {
-		t.Errorf("%s has a shell at /bin/sh", img)
-	}
-	dbg := d.DebugImage(t)
-	if out := d.Docker(t, "run", "--rm", "--entrypoint", "/busybox/sh", dbg, "-c", "id -u; /cfsprobe version"); !strings.HasPrefix(out, "65534\n") || !strings.Contains(out, "cfsprobe") {
-		t.Errorf("%s: id -u; cfsprobe version printed %q", dbg, out)
-	}
-}
