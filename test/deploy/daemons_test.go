@@ -132,18 +132,18 @@ func (d *daemon) waitReady(t *testing.T, url string, timeout time.Duration) {
 	t.Fatalf("%s: %s not ready after %v (last: %s)\n%s", d.name, url, timeout, last, d.out)
 }
 
-// buildCfsprobe builds cfsprobe from this checkout into a temporary
-// directory (make native has built what it embeds).
-func buildCfsprobe(t *testing.T) string {
+// imageBinary is the cfsprobe the Makefile built for the image
+// (dockerd's Image builds it).
+func imageBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cfsprobe")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/cfsprobe")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/cfsprobe: %v\n%s", err, out)
+	p, err := filepath.Abs(repoPath("bin/cfsprobe"))
+	if err == nil {
+		_, err = os.Stat(p)
 	}
-	return bin
+	if err != nil {
+		t.Fatalf("%v (make image builds it)", err)
+	}
+	return p
 }
 
 // startExporter runs `cfsprobe exporter` on this host's cgroup tree,

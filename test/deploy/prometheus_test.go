@@ -1,18 +1,16 @@
 package deploy
 
 // The deploy files against real components: a private dockerd runs seed
-// 003's bursty workload (50 ms busy, 50 ms asleep) in two containers, one
-// under --cpus 0.1 (seed 003's "aggressive" limit) and one under --cpus 1.0
-// (its "control"); cfsprobe's exporter, built from this checkout, watches
-// the host's cgroups; Prometheus scrapes it every second and evaluates a
+// 003's bursty workload (50 ms busy, 50 ms idle) in two containers of
+// cfsprobe's image, one under --cpus 0.1 (seed 003's "aggressive" limit)
+// and one under --cpus 1.0 (its "control"); cfsprobe's exporter, the binary
+// in the image, watches the host's cgroups; Prometheus scrapes it every second and evaluates a
 // copy of rules.yaml whose alerts wait promFor instead of minutes.
 
 import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,27 +31,6 @@ const (
 	controlName    = "seed003-control"    // --cpus 1.0
 )
 
-// engineImage builds a one-file image of cfsprobe's C workload engine
-// (static, built by make native), the seed's pure_cpu_workload: bursty
-// with one thread busy-waits ON and sleeps OFF.
-func engineImage(t *testing.T, d *dockerd.Daemon) string {
-	t.Helper()
-	engine, err := os.ReadFile(repoPath("internal/workload/engine/cfsprobe-engine"))
-	if err != nil {
-		t.Fatalf("%v (run make native)", err)
-	}
-	ctx := t.TempDir()
-	df := "FROM scratch\nCOPY cfsprobe-engine /cfsprobe-engine\nUSER 65534\nENTRYPOINT [\"/cfsprobe-engine\"]\n"
-	for name, data := range map[string][]byte{"cfsprobe-engine": engine, "Dockerfile": []byte(df)} {
-		if err := os.WriteFile(filepath.Join(ctx, name), data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const ref = "cfsprobe-engine:test"
-	d.Docker(t, "build", "-q", "-t", ref, ctx)
-	return ref
-}
-
 // container is one started with runBursty.
 type container struct {
 	name, id string
@@ -65,14 +42,14 @@ type container struct {
 // cgroupfs driver on cgroup v1).
 func (c container) cgroup() string { return "/docker/" + c.id }
 
-// runBursty starts the seed's workload (one thread, 50 ms busy, 50 ms
-// asleep, for 10 minutes: the daemon's teardown removes it) in a container
-// limited to cpus.
-func runBursty(t *testing.T, d *dockerd.Daemon, img, name, cpus string) container {
+// runBursty starts seed 003's workload in cfsprobe's image (its hidden
+// entry point of the workloads, as test/docker runs it: one thread, 50 ms
+// of CPU, then 50 ms idle, for 10 minutes; the daemon's teardown removes
+// it) in a container limited to cpus.
+func runBursty(t *testing.T, d *dockerd.Daemon, name, cpus string) container {
 	t.Helper()
-	ms := int64(time.Millisecond)
-	out := d.Docker(t, "run", "-d", "--name", name, "--cpus", cpus, img,
-		"bursty", "1", fmt.Sprint(600_000*ms), fmt.Sprint(50*ms), "0", fmt.Sprint(50*ms), "0", "1", "0")
+	out := d.Docker(t, "run", "-d", "--name", name, "--cpus", cpus, d.Image(t),
+		"__workload", "bursty", "--on-cpu", "50ms", "--off", "50ms", "--duration", "600s")
 	return container{name: name, id: strings.TrimSpace(out), cpus: cpus, started: time.Now()}
 }
 
@@ -104,14 +81,14 @@ func TestPrometheusStack(t *testing.T) {
 	testenv.NeedCgroups(t)
 	begin := time.Now()
 	d := dockerd.Start(t)
-	img := engineImage(t, d)
-	bin := buildCfsprobe(t)
+	d.Image(t)
+	bin := imageBinary(t)
 	exporter, expAddr := startExporter(t, bin, "--docker-host", d.Host())
 	prom := startPrometheus(t, promBin, expAddr, shortRules(t))
-	t.Logf("setup (dockerd, image, build, exporter, prometheus): %.1fs", time.Since(begin).Seconds())
+	t.Logf("setup (dockerd, make image, exporter, prometheus): %.1fs", time.Since(begin).Seconds())
 
-	aggressive := runBursty(t, d, img, aggressiveName, "0.1")
-	control := runBursty(t, d, img, controlName, "1.0")
+	aggressive := runBursty(t, d, aggressiveName, "0.1")
+	control := runBursty(t, d, controlName, "1.0")
 
 	const alert = "CFSProbeCPULimitTooLow"
 	w := watchAlerts(t, prom, alert, aggressive, control)
