@@ -1,20 +1,16 @@
 package deploy
 
-// The programs the stack test starts: cfsprobe's exporter, built from this
-// checkout, and Prometheus. Each is stopped by its PID when the test ends,
-// also when it fails.
+// Prometheus as the stack test starts it (testenv.StartDaemon: stopped by
+// its PID when the test ends, also when it fails), with a time-compressed
+// copy of rules.yaml, and the calls of its API the test makes.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,111 +22,6 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
-
-// syncBuffer is a process's output, written by exec's copying goroutine
-// and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// daemon is a long-running program a test started.
-type daemon struct {
-	name    string
-	cmd     *exec.Cmd
-	out     *syncBuffer
-	done    chan struct{}
-	err     error // Wait's, once done is closed
-	stopped bool  // by stop
-}
-
-// stopTimeout is how long a daemon has to exit after SIGTERM before it is
-// killed.
-const stopTimeout = 15 * time.Second
-
-// startDaemon starts cmd, collecting its output, and stops it by its PID
-// (SIGTERM, then SIGKILL) when the test ends.
-func startDaemon(t *testing.T, name string, cmd *exec.Cmd) *daemon {
-	t.Helper()
-	d := &daemon{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = d.out, d.out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { d.err = cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		if d.stopped {
-			return
-		}
-		if err := d.stop(); err != nil {
-			t.Errorf("stop %s (pid %d): %v\n%s", name, cmd.Process.Pid, err, d.out)
-		}
-		if t.Failed() {
-			t.Logf("%s's output:\n%s", name, d.out)
-		}
-	})
-	return d
-}
-
-// stop ends the daemon: SIGTERM, then SIGKILL if it has not exited within
-// stopTimeout. A daemon that exits on SIGTERM with status 0 stopped
-// cleanly; stop reports anything else.
-func (d *daemon) stop() error {
-	d.stopped = true
-	select {
-	case <-d.done:
-		return fmt.Errorf("it had exited already: %v", d.err)
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-		return d.err
-	case <-time.After(stopTimeout):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-		return fmt.Errorf("no exit %v after SIGTERM: killed", stopTimeout)
-	}
-}
-
-// waitReady polls url until it answers 200 OK, failing the test after
-// timeout or when the daemon exits.
-func (d *daemon) waitReady(t *testing.T, url string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) {
-		select {
-		case <-d.done:
-			t.Fatalf("%s exited: %v\n%s", d.name, d.err, d.out)
-		default:
-		}
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: %s not ready after %v (last: %s)\n%s", d.name, url, timeout, last, d.out)
-}
 
 // imageBinary is the cfsprobe the Makefile built for the image
 // (dockerd's Image builds it).
@@ -144,18 +35,6 @@ func imageBinary(t *testing.T) string {
 		t.Fatalf("%v (make image builds it)", err)
 	}
 	return p
-}
-
-// startExporter runs `cfsprobe exporter` on this host's cgroup tree,
-// walking it every 500 ms, with extra flags, and returns it and its
-// address once it is ready.
-func startExporter(t *testing.T, bin string, flags ...string) (*daemon, string) {
-	t.Helper()
-	addr := testenv.FreeAddr(t)
-	args := append([]string{"exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms"}, flags...)
-	d := startDaemon(t, "cfsprobe exporter", exec.Command(bin, args...))
-	d.waitReady(t, "http://"+addr+"/readyz", 30*time.Second)
-	return d, addr
 }
 
 // The stack test compresses time: Prometheus scrapes and evaluates every
@@ -203,7 +82,7 @@ func shortRules(t *testing.T) []byte {
 
 // prometheus is a Prometheus server a test started.
 type prometheus struct {
-	*daemon
+	*testenv.Daemon
 	api promv1.API
 	url string
 }
@@ -245,18 +124,18 @@ func startPrometheus(t *testing.T, bin, exporterAddr string, rules []byte) *prom
 		}
 	}
 	addr := testenv.FreeAddr(t)
-	d := startDaemon(t, "prometheus", exec.Command(bin,
+	d := testenv.StartDaemon(t, "prometheus", exec.Command(bin,
 		"--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr,
 		"--log.level=warn"))
 	u := "http://" + addr
-	d.waitReady(t, u+"/-/ready", 60*time.Second)
+	d.WaitReady(t, u+"/-/ready", 60*time.Second)
 	c, err := api.NewClient(api.Config{Address: u})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &prometheus{daemon: d, api: promv1.NewAPI(c), url: u}
+	return &prometheus{Daemon: d, api: promv1.NewAPI(c), url: u}
 }
 
 // callTimeout bounds one call of Prometheus' API.

@@ -83,7 +83,7 @@ func TestPrometheusStack(t *testing.T) {
 	d := dockerd.Start(t)
 	d.Image(t)
 	bin := imageBinary(t)
-	exporter, expAddr := startExporter(t, bin, "--docker-host", d.Host())
+	exporter, expAddr := testenv.StartExporter(t, bin, "--cgroup-root", "/sys/fs/cgroup", "--docker-host", d.Host())
 	prom := startPrometheus(t, promBin, expAddr, shortRules(t))
 	t.Logf("setup (dockerd, make image, exporter, prometheus): %.1fs", time.Since(begin).Seconds())
 
@@ -140,7 +140,7 @@ func TestPrometheusStack(t *testing.T) {
 
 	// The exporter stops: CFSProbeExporterDown fires for it.
 	stopped := time.Now()
-	if err := exporter.stop(); err != nil {
+	if err := exporter.Stop(); err != nil {
 		t.Fatalf("stop the exporter: %v", err)
 	}
 	if !waitAlert(prom, alertTimeout, func(a promv1.Alert) bool {
