@@ -118,6 +118,9 @@ func TestPrometheusStack(t *testing.T) {
 		}
 	}
 	// The alert names the container as Docker does.
+	if got := string(fired.Labels["container_name"]); got != aggressive.name {
+		t.Errorf("%s: container_name %q, want %s", alert, got, aggressive.name)
+	}
 	if got := string(fired.Labels["name"]); !strings.HasPrefix(got, aggressive.name+" ") || !strings.HasPrefix(string(fired.Annotations["summary"]), got+" ") {
 		t.Errorf("%s: name %q and summary %q do not start with the container's name %s", alert, got, fired.Annotations["summary"], aggressive.name)
 	}
