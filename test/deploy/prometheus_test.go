@@ -129,6 +129,17 @@ func TestPrometheusStack(t *testing.T) {
 	if v, err := strconv.ParseFloat(fired.Value, 64); err != nil || v <= 1 {
 		t.Errorf("%s: value %s, want well over the alert's 0.5 (%v)", alert, fired.Value, err)
 	}
+	// Under 10 ms of quota a period, each 50 ms burst stands still for
+	// most of the rest of the period: CFSProbeLongThrottlingStalls fires
+	// too.
+	if a, ok := waitAlert(prom, alertTimeout, func(a promv1.Alert) bool {
+		return a.Labels[model.AlertNameLabel] == "CFSProbeLongThrottlingStalls" && string(a.Labels["cgroup"]) == aggressive.cgroup() && a.State == promv1.AlertStateFiring
+	}); !ok {
+		t.Errorf("%s (--cpus %s): CFSProbeLongThrottlingStalls did not fire within %v", aggressive.name, aggressive.cpus, alertTimeout)
+	} else {
+		t.Logf("%s (--cpus %s): CFSProbeLongThrottlingStalls firing, pending from %.1fs after docker run, p99 stall %s s",
+			aggressive.name, aggressive.cpus, a.ActiveAt.Sub(aggressive.started).Seconds(), a.Value)
+	}
 	for _, a := range w.control {
 		t.Errorf("%s (--cpus %s): %s is %s: %s value %s", control.name, control.cpus, a.Labels[model.AlertNameLabel], a.State, a.Labels, a.Value)
 	}
@@ -146,9 +157,9 @@ func TestPrometheusStack(t *testing.T) {
 	if err := exporter.Stop(); err != nil {
 		t.Fatalf("stop the exporter: %v", err)
 	}
-	if !waitAlert(prom, alertTimeout, func(a promv1.Alert) bool {
+	if _, ok := waitAlert(prom, alertTimeout, func(a promv1.Alert) bool {
 		return a.Labels[model.AlertNameLabel] == "CFSProbeExporterDown" && string(a.Labels["instance"]) == expAddr && a.State == promv1.AlertStateFiring
-	}) {
+	}); !ok {
 		t.Errorf("CFSProbeExporterDown did not fire within %v of the exporter's exit", alertTimeout)
 	} else {
 		t.Logf("CFSProbeExporterDown firing %.1fs after the exporter stopped", time.Since(stopped).Seconds())
@@ -212,15 +223,16 @@ func watchAlerts(t *testing.T, prom *prometheus, alert string, throttled, contro
 	return w
 }
 
-// waitAlert polls Prometheus' alerts until one satisfies ok, or timeout.
-func waitAlert(prom *prometheus, timeout time.Duration, ok func(promv1.Alert) bool) bool {
+// waitAlert polls Prometheus' alerts until one satisfies ok, and returns
+// it, or until timeout.
+func waitAlert(prom *prometheus, timeout time.Duration, ok func(promv1.Alert) bool) (promv1.Alert, bool) {
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 		alerts, err := prom.alerts()
-		if err == nil && slices.ContainsFunc(alerts, ok) {
-			return true
+		if i := slices.IndexFunc(alerts, ok); err == nil && i >= 0 {
+			return alerts[i], true
 		}
 	}
-	return false
+	return promv1.Alert{}, false
 }
 
 // logSeed003Runs logs, for each container, seed 003's table row over its
