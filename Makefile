@@ -32,7 +32,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build image deps test test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image deps test leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -44,20 +44,28 @@ $(BIN): $(GOSRC) $(NATIVE)
 native: $(NATIVE)
 
 # image builds cfsprobe's container image from the Dockerfile, offline:
-# the binary built above and Debian's busybox-static (the debug variant's
-# shell) are staged in build/image/, the build's whole context, and the
-# Dockerfile's two targets are built from it with the legacy builder on the
-# daemon DOCKER_HOST names: $(IMAGE) (no shell) and $(IMAGE)-debug.
+# the binary built above and Debian's busybox-static with a link per
+# applet (the debug variant's shell and tools) are staged in build/image/,
+# the build's whole context, and the Dockerfile's two targets are built
+# from it with the legacy builder on the daemon DOCKER_HOST names:
+# $(IMAGE) (no shell) and $(IMAGE)-debug. The build runs nothing in a
+# container. PLATFORM (linux/arm64) labels the images for another
+# architecture whose binary and busybox were given (README: "The image").
 IMAGE ?= cfsprobe:$(VERSION)
 BUSYBOX ?= /bin/busybox
+PLATFORM ?=
 IMAGE_CONTEXT := build/image
 image: $(BIN)
 	@command -v docker >/dev/null && [ -x $(BUSYBOX) ] || $(MAKE) deps
-	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)
+	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)/busybox
 	cp $(BIN) $(IMAGE_CONTEXT)/cfsprobe
-	cp $(BUSYBOX) $(IMAGE_CONTEXT)/busybox
-	DOCKER_BUILDKIT=0 docker build -q --target debug -t $(IMAGE)-debug -f Dockerfile $(IMAGE_CONTEXT)
-	DOCKER_BUILDKIT=0 docker build -q -t $(IMAGE) -f Dockerfile $(IMAGE_CONTEXT)
+	cp $(BUSYBOX) $(IMAGE_CONTEXT)/busybox/busybox
+	@# The applets of the busybox given, or of this machine's when it is another architecture's.
+	for a in $$($(BUSYBOX) --list 2>/dev/null || /bin/busybox --list); do \
+		[ "$$a" = busybox ] || ln -s busybox $(IMAGE_CONTEXT)/busybox/$$a; \
+	done
+	DOCKER_BUILDKIT=0 docker build -q $(if $(PLATFORM),--platform $(PLATFORM)) --target debug -t $(IMAGE)-debug -f Dockerfile $(IMAGE_CONTEXT)
+	DOCKER_BUILDKIT=0 docker build -q $(if $(PLATFORM),--platform $(PLATFORM)) -t $(IMAGE) -f Dockerfile $(IMAGE_CONTEXT)
 
 preload: $(PRELOAD)
 
@@ -97,8 +105,19 @@ deps:
 
 # test runs every test: lint, unit and integration tests on this host's
 # cgroups (with the race detector), the preload library's C tests, brief
-# fuzzing of every parser, and the cgroup v2 tests in a qemu guest.
-test: deps lint test-unit test-preload fuzz test-v2
+# fuzzing of every parser, and the cgroup v2 tests in a qemu guest. Around
+# them, scripts/leftovers.sh checks that nothing was left behind: no
+# process of a daemon the tests started, mount, cgroup, network link or
+# changed sysctl.
+test: deps leftovers-before lint test-unit test-preload fuzz test-v2 leftovers-after
+
+LEFTOVERS := build/leftovers.before
+leftovers-before:
+	@mkdir -p $(dir $(LEFTOVERS))
+	@./scripts/leftovers.sh snapshot $(LEFTOVERS)
+
+leftovers-after:
+	@./scripts/leftovers.sh compare $(LEFTOVERS)
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.

@@ -6,7 +6,8 @@
 // The daemon is the one a user runs (Debian's docker.io: dockerd with the
 // cgroupfs driver), so its containers' groups are where Docker puts them on
 // a host: /sys/fs/cgroup/<controller>/docker/<64-hex id> under cgroup v1.
-// It runs without networking (--bridge=none, no iptables).
+// It runs without networking (--bridge=none, no iptables) and changes no
+// sysctl (--ip-forward=false).
 package dockerd
 
 import (
@@ -142,7 +143,9 @@ func (d *Daemon) start(bins map[string]string) error {
 		"--exec-root", filepath.Join(d.dir, "exec"),
 		"--pidfile", filepath.Join(d.dir, "dockerd.pid"),
 		"-H", "unix://"+d.sock,
-		"--iptables=false", "--ip-masq=false", "--bridge=none",
+		// No networking, and no sysctl changed (dockerd turns on
+		// net.ipv4.ip_forward otherwise).
+		"--iptables=false", "--ip-masq=false", "--ip-forward=false", "--bridge=none",
 		"--exec-opt", "native.cgroupdriver=cgroupfs",
 		"--log-level", "warn")
 	if err != nil {
@@ -273,6 +276,16 @@ func (d *Daemon) image(t testing.TB, variant string) string {
 	d.images[""] = ImageRef
 	d.images["debug"] = ImageRef + "-debug"
 	return d.images[variant]
+}
+
+// Save writes the images refs to an archive in a temporary directory of
+// the test (docker save: what `ctr images import` and `docker load`
+// take) and returns its path.
+func (d *Daemon) Save(t testing.TB, refs ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "images.tar")
+	d.Docker(t, append([]string{"save", "-o", out}, refs...)...)
+	return out
 }
 
 // repoRoot is the directory of cfsprobe's go.mod, above the working

@@ -66,6 +66,9 @@ func TestDaemonRunsContainersAndLeavesNothing(t *testing.T) {
 		if _, err := d.Run("run", "--rm", img, "false"); err == nil {
 			t.Error("Run of a failing container returned no error")
 		}
+		if fi, err := os.Stat(d.Save(t, img)); err != nil || fi.Size() < 1<<20 {
+			t.Errorf("Save: %v, %v (busybox alone is over 1 MiB)", fi, err)
+		}
 	})
 	if dir == "" {
 		return
