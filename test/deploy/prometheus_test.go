@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -30,6 +32,20 @@ const (
 	aggressiveName = "seed003-aggressive" // --cpus 0.1
 	controlName    = "seed003-control"    // --cpus 1.0
 )
+
+// imageBinary is the cfsprobe the Makefile built for the image
+// (dockerd's Image builds it).
+func imageBinary(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(repoPath("bin/cfsprobe"))
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		t.Fatalf("%v (make image builds it)", err)
+	}
+	return p
+}
 
 // container is one started with runBursty.
 type container struct {

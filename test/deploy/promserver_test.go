@@ -23,20 +23,6 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
-// imageBinary is the cfsprobe the Makefile built for the image
-// (dockerd's Image builds it).
-func imageBinary(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs(repoPath("bin/cfsprobe"))
-	if err == nil {
-		_, err = os.Stat(p)
-	}
-	if err != nil {
-		t.Fatalf("%v (make image builds it)", err)
-	}
-	return p
-}
-
 // The stack test compresses time: Prometheus scrapes and evaluates every
 // promInterval, every alert of its copy of rules.yaml waits promFor, and
 // every range of the rules' expressions is rangeScale times shorter (5m
@@ -84,7 +70,6 @@ func shortRules(t *testing.T) []byte {
 type prometheus struct {
 	*testenv.Daemon
 	api promv1.API
-	url string
 }
 
 // startPrometheus starts Prometheus on a free loopback port with its
@@ -135,7 +120,7 @@ func startPrometheus(t *testing.T, bin, exporterAddr string, rules []byte) *prom
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &prometheus{Daemon: d, api: promv1.NewAPI(c), url: u}
+	return &prometheus{Daemon: d, api: promv1.NewAPI(c)}
 }
 
 // callTimeout bounds one call of Prometheus' API.
