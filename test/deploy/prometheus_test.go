@@ -4,8 +4,8 @@ package deploy
 // 003's bursty workload (50 ms busy, 50 ms idle) in two containers of
 // cfsprobe's image, one under --cpus 0.1 (seed 003's "aggressive" limit)
 // and one under --cpus 1.0 (its "control"); cfsprobe's exporter, the binary
-// in the image, watches the host's cgroups; Prometheus scrapes it every second and evaluates a
-// copy of rules.yaml whose alerts wait promFor instead of minutes.
+// in the image, watches the host's cgroups; Prometheus scrapes it every
+// second and evaluates a time-compressed copy of rules.yaml (shortRules).
 
 import (
 	"fmt"
@@ -59,7 +59,7 @@ type container struct {
 func (c container) cgroup() string { return "/docker/" + c.id }
 
 // runBursty starts seed 003's workload in cfsprobe's image (its hidden
-// entry point of the workloads, as test/docker runs it: one thread, 50 ms
+// entry point of the workloads, as test/docker runs it: one worker, 50 ms
 // of CPU, then 50 ms idle, for 10 minutes; the daemon's teardown removes
 // it) in a container limited to cpus.
 func runBursty(t *testing.T, d *dockerd.Daemon, name, cpus string) container {
@@ -92,6 +92,13 @@ const (
 	controlWatch = 30 * time.Second
 )
 
+// TestPrometheusStack is Must show 4 with real components: with a
+// throttled container running CFSProbeCPULimitTooLow fires (and
+// CFSProbeLongThrottlingStalls), read from /api/v1/alerts, with the
+// container's name; nothing fires about the well-sized one; every rule
+// evaluates without error; deploy/README.md's seed 003 throttle-rate query
+// returns each container by name; every query of the Grafana dashboard
+// returns data; and when the exporter stops, CFSProbeExporterDown fires.
 func TestPrometheusStack(t *testing.T) {
 	promBin := needTool(t, "prometheus", "prometheus")
 	testenv.NeedCgroups(t)
