@@ -32,7 +32,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build image deps test leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image k8s-bins deps test leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -109,7 +109,7 @@ deps:
 # them, scripts/leftovers.sh checks that nothing was left behind: no
 # process of a daemon the tests started, mount, cgroup, network link or
 # changed sysctl.
-test: deps leftovers-before lint test-unit test-preload fuzz test-v2 leftovers-after
+test: deps leftovers-before lint k8s-bins test-unit test-preload fuzz test-v2 leftovers-after
 
 LEFTOVERS := build/leftovers.before
 leftovers-before:
@@ -118,6 +118,15 @@ leftovers-before:
 
 leftovers-after:
 	@./scripts/leftovers.sh compare $(LEFTOVERS)
+
+# k8s-bins builds the Kubernetes node that test/kubernetes starts (kubelet,
+# control plane, kubectl, etcd, CNI plugins, the sandbox's pause program)
+# from the Go module proxy, once per machine: into
+# $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/k8s-<version>/, about 10 minutes on
+# 2 cores the first time, nothing after (test/kubernetes/build/build.sh).
+k8s-bins:
+	@command -v $(CC) >/dev/null || $(MAKE) deps
+	./test/kubernetes/build/build.sh >/dev/null
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.

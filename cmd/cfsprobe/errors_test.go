@@ -288,6 +288,8 @@ func TestErrors(t *testing.T) {
 			want: []string{`docker host "ssh://me@host": cfsprobe speaks to unix:// and tcp:// addresses only`, "--docker-host unix:///var/run/docker.sock"}},
 		{name: "exporter cri endpoint path", args: []string{"exporter", "--cri-endpoint", "/run/containerd/containerd.sock"}, host: true,
 			want: []string{"give the runtime's socket as unix:///PATH"}},
+		{name: "exporter kube api unknown", args: []string{"exporter", "--kube-api", "https://10.96.0.1"}, host: true,
+			want: []string{`Kubernetes API "https://10.96.0.1"`, "--kube-api in-cluster"}},
 
 		// recommend: the flags, then the traces (or the live group), all
 		// checked before anything is recorded or simulated.

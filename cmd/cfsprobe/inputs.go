@@ -127,21 +127,22 @@ func sampleIntervalErr(err error) error {
 // runtimeFlags say which container runtimes name containers and pods
 // (top, exporter, record).
 type runtimeFlags struct {
-	dockerHost, criEndpoint string
+	dockerHost, criEndpoint, kubeAPI string
 }
 
 func (r *runtimeFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&r.dockerHost, "docker-host", containers.DockerHostFromEnv(), "Docker daemon whose containers are named by their names and images (unix:///PATH or tcp://HOST:PORT; "+containers.Off+": do not ask)")
 	fl.StringVar(&r.criEndpoint, "cri-endpoint", "", "CRI runtime (containerd, CRI-O) whose pods and containers are named, unix:///PATH (default: its usual sockets that exist; "+containers.Off+": do not ask)")
+	fl.StringVar(&r.kubeAPI, "kube-api", containers.KubeAPIInCluster, "in a Kubernetes pod, name the pods of its node from the API server with the pod's service account ("+containers.Off+": do not ask)")
 }
 
 // resolver makes the runtimes' names resolver, or says in the flags'
 // words why it cannot. A runtime that is not running is not an error:
 // groups then keep their path identity.
 func (r runtimeFlags) resolver() (*containers.Resolver, error) {
-	s, err := containers.Sources(containers.Config{DockerHost: r.dockerHost, CRIEndpoint: r.criEndpoint})
+	s, err := containers.Sources(containers.Config{DockerHost: r.dockerHost, CRIEndpoint: r.criEndpoint, KubeAPI: r.kubeAPI})
 	if err != nil {
-		return nil, usageErr("%v: give --docker-host unix:///var/run/docker.sock or tcp://HOST:PORT, --cri-endpoint unix:///PATH, or %s to ask neither", err, containers.Off)
+		return nil, usageErr("%v: give --docker-host unix:///var/run/docker.sock or tcp://HOST:PORT, --cri-endpoint unix:///PATH, --kube-api %s, or %s to ask none of them", err, containers.KubeAPIInCluster, containers.Off)
 	}
 	return containers.NewResolver(s, containers.Options{}), nil
 }

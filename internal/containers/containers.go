@@ -1,7 +1,8 @@
 // Package containers tells the names of the containers and pods whose
 // cgroups cfsprobe reads, as their runtimes know them: a Docker container's
 // name and image (the Engine API), a Kubernetes container's namespace, pod
-// and container name (the CRI's labels). A group's path has only IDs
+// and container name (the CRI's labels, or, from inside a pod, the API
+// server's pods of the node: KubeAPI). A group's path has only IDs
 // (monitor.Identify); this package maps them to names, and names back to
 // IDs for selecting a group by name.
 //
@@ -317,6 +318,10 @@ type Config struct {
 	// CRIEndpoint is a CRI runtime's socket; "": those of
 	// DefaultCRIEndpoints that exist; Off: do not ask a CRI runtime.
 	CRIEndpoint string
+	// KubeAPI is KubeAPIInCluster (or ""): ask the Kubernetes API server
+	// for the pods of this node when the process runs in a pod with a
+	// service account token (InClusterConfig); Off: do not.
+	KubeAPI string
 }
 
 // Sources makes the sources config names. An address that cannot be used
@@ -339,6 +344,19 @@ func Sources(config Config) ([]Source, error) {
 			}
 			out = append(out, c)
 		}
+	}
+	switch config.KubeAPI {
+	case Off:
+	case "", KubeAPIInCluster:
+		if kc, ok := InClusterConfig(); ok {
+			k, err := NewKubeAPI(kc)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, k)
+		}
+	default:
+		return nil, fmt.Errorf("Kubernetes API %q: cfsprobe asks the API server of the pod it runs in (%s) or none", config.KubeAPI, KubeAPIInCluster)
 	}
 	return out, nil
 }

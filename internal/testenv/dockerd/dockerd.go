@@ -11,7 +11,6 @@
 package dockerd
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -448,7 +447,7 @@ func stopProcess(cmd *exec.Cmd) error {
 // removeDir unmounts everything under dir and removes it.
 func removeDir(t testing.TB, dir string) {
 	t.Helper()
-	if err := unmountUnder(dir); err != nil {
+	if err := testenv.UnmountUnder(dir); err != nil {
 		t.Errorf("unmount under %s: %v", dir, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -496,7 +495,7 @@ func RemoveGroup(dir string) error {
 // killShims kills the containerd shims whose command line names dir (their
 // containerd's address) and waits for them.
 func killShims(dir string) error {
-	pids, err := processesNaming(dir)
+	pids, err := testenv.ProcessesNaming(dir)
 	if err != nil {
 		return err
 	}
@@ -504,7 +503,7 @@ func killShims(dir string) error {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	return waitFor(10*time.Second, func() error {
-		left, err := processesNaming(dir)
+		left, err := testenv.ProcessesNaming(dir)
 		if err != nil {
 			return err
 		}
@@ -513,82 +512,6 @@ func killShims(dir string) error {
 		}
 		return nil
 	})
-}
-
-// processesNaming lists the processes whose command line contains s,
-// except this one.
-func processesNaming(s string) ([]int, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, e := range ents {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue // exited
-		}
-		if bytes.Contains(b, []byte(s)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
-}
-
-// unmountUnder unmounts every mount point under dir, deepest first.
-func unmountUnder(dir string) error {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	var points []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		p := unescapeMount(fields[4])
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			points = append(points, p)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
-	var errs []error
-	for _, p := range points {
-		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			var c int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%o", &c); err == nil {
-				b.WriteByte(byte(c))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // cgroupRoot is where the host's cgroup hierarchies are mounted.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 // TestDaemonRunsContainersAndLeavesNothing starts a daemon, runs a
@@ -52,7 +54,7 @@ func TestDaemonRunsContainersAndLeavesNothing(t *testing.T) {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("the daemon's directory %s is left (stat: %v)", d, err)
 		}
-		if pids, _ := processesNaming(d); len(pids) > 0 {
+		if pids, _ := testenv.ProcessesNaming(d); len(pids) > 0 {
 			t.Errorf("processes of the daemon are left: %v", pids)
 		}
 	}
@@ -62,20 +64,6 @@ func TestDaemonRunsContainersAndLeavesNothing(t *testing.T) {
 	for _, g := range groups {
 		if _, err := os.Stat(g); !os.IsNotExist(err) {
 			t.Errorf("the container's group %s is left", g)
-		}
-	}
-}
-
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{
-		`/a/b`:         "/a/b",
-		`/a\040b`:      "/a b",
-		`/a\134b`:      `/a\b`,
-		`/trailing\04`: `/trailing\04`,
-		`/x\011y\012z`: "/x\ty\nz",
-	} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
