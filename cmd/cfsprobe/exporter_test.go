@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 // Bad flags of cfsprobe exporter: one sentence naming the value and the
@@ -67,7 +69,7 @@ func TestExporterServes(t *testing.T) {
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			addr := freeAddr(t)
+			addr := testenv.FreeAddr(t)
 			cmd := exec.Command(bin, "exporter", "--listen", addr, "--cgroup-root", fixture, "--scan-interval", "200ms")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr

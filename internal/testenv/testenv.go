@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,4 +58,16 @@ func NoLeftovers(t testing.TB, l *cgroup.Layout, parent string) {
 	if left := Leftovers(l, parent); len(left) > 0 {
 		t.Errorf("cgroups left behind: %v", left)
 	}
+}
+
+// FreeAddr is a loopback TCP address nothing listens on, for a server a
+// test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

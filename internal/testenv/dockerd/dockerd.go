@@ -34,11 +34,11 @@ import (
 
 // Daemon is a running private dockerd.
 type Daemon struct {
-	dir        string // everything of the daemon's is under it
+	dir        string // everything of dockerd's is under it
 	sock       string // dockerd's API socket
 	docker     string // the docker CLI
 	dockerd    *exec.Cmd
-	containerd *exec.Cmd
+	containerd *Containerd // its own
 	client     *http.Client
 	images     map[string]string // built images by variant ("", "debug")
 }
@@ -66,16 +66,15 @@ func Start(t testing.TB) *Daemon {
 	if os.Geteuid() != 0 {
 		need(t, "a private dockerd needs root")
 	}
-	// A short directory: the sockets' paths must fit in sun_path.
-	dir, err := os.MkdirTemp("", "cfsprobe-dockerd-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Stopped after dockerd (cleanups run last first).
+	cd := StartContainerd(t, ContainerdOptions{})
+	dir := tempDir(t, "cfsprobe-dockerd-")
 	d := &Daemon{
-		dir:    dir,
-		sock:   filepath.Join(dir, "docker.sock"),
-		docker: bins["docker"],
-		images: map[string]string{},
+		dir:        dir,
+		sock:       filepath.Join(dir, "docker.sock"),
+		docker:     bins["docker"],
+		containerd: cd,
+		images:     map[string]string{},
 	}
 	d.client = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -85,7 +84,7 @@ func Start(t testing.TB) *Daemon {
 	}}
 	t.Cleanup(func() { d.stop(t) })
 	if err := d.start(bins); err != nil {
-		t.Fatalf("start a private dockerd in %s: %v\n%s", dir, err, d.logs())
+		t.Fatalf("start a private dockerd in %s: %v\n%s", dir, err, logs(dir, "dockerd.log"))
 	}
 	return d
 }
@@ -99,29 +98,7 @@ func need(t testing.TB, why string) {
 	t.Skipf("%s; set %s=1 to make this a failure", why, testenv.RequireEnv)
 }
 
-// containerdConfig is the private containerd's configuration: its own
-// root, state and sockets, and no CRI plugin (dockerd does not use it).
-const containerdConfig = `version = 2
-root = %q
-state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = %q
-[ttrpc]
-  address = %q
-[debug]
-  address = %q
-`
-
 func (d *Daemon) start(bins map[string]string) error {
-	cdSock := filepath.Join(d.dir, "containerd.sock")
-	cfg := filepath.Join(d.dir, "containerd.toml")
-	conf := fmt.Sprintf(containerdConfig,
-		filepath.Join(d.dir, "containerd-root"), filepath.Join(d.dir, "containerd-state"),
-		cdSock, cdSock+".ttrpc", filepath.Join(d.dir, "containerd-debug.sock"))
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		return err
-	}
 	// An empty daemon.json, so that the host's /etc/docker/daemon.json is
 	// not read.
 	dcfg := filepath.Join(d.dir, "daemon.json")
@@ -129,15 +106,9 @@ func (d *Daemon) start(bins map[string]string) error {
 		return err
 	}
 	var err error
-	if d.containerd, err = d.spawn("containerd.log", bins["containerd"], "--config", cfg, "--log-level", "warn"); err != nil {
-		return err
-	}
-	if err := waitFor(startTimeout, func() error { _, err := os.Stat(cdSock); return err }); err != nil {
-		return fmt.Errorf("containerd did not create %s: %w", cdSock, err)
-	}
-	d.dockerd, err = d.spawn("dockerd.log", bins["dockerd"],
+	d.dockerd, err = spawn(d.dir, "dockerd.log", bins["dockerd"],
 		"--config-file", dcfg,
-		"--containerd", cdSock,
+		"--containerd", d.containerd.Socket(),
 		"--data-root", filepath.Join(d.dir, "data"),
 		"--exec-root", filepath.Join(d.dir, "exec"),
 		"--pidfile", filepath.Join(d.dir, "dockerd.pid"),
@@ -156,9 +127,20 @@ func (d *Daemon) start(bins map[string]string) error {
 	})
 }
 
-// spawn starts a daemon with its output in a log file of the directory.
-func (d *Daemon) spawn(log, bin string, args ...string) (*exec.Cmd, error) {
-	f, err := os.Create(filepath.Join(d.dir, log))
+// tempDir makes a directory for a daemon's files: short, because the
+// sockets' paths in it must fit in sun_path.
+func tempDir(t testing.TB, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// spawn starts a daemon with its output in a log file of dir.
+func spawn(dir, log, bin string, args ...string) (*exec.Cmd, error) {
+	f, err := os.Create(filepath.Join(dir, log))
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +259,32 @@ func (d *Daemon) image(t testing.TB, variant string) string {
 	return d.images[variant]
 }
 
+// BusyboxImage builds an image of one file, Debian's busybox-static at
+// /bin/busybox, tagged ref, whose entrypoint is the given command (JSON
+// form), for tests that need a container but not cfsprobe's image: a
+// pod's sandbox ("/bin/busybox", "sleep", "3600"), a shell. It returns ref.
+func (d *Daemon) BusyboxImage(t testing.TB, ref string, entrypoint ...string) string {
+	t.Helper()
+	data, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		need(t, "no /bin/busybox (apt-get install busybox-static)")
+	}
+	ctx := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ctx, "busybox"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := json.Marshal(entrypoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := fmt.Sprintf("FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT %s\n", ep)
+	if err := os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(df), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.Docker(t, "build", "-q", "-t", ref, ctx)
+	return ref
+}
+
 // Save writes the images refs to an archive in a temporary directory of
 // the test (docker save: what `ctr images import` and `docker load`
 // take) and returns its path.
@@ -379,9 +387,9 @@ func (d *Daemon) containerIDs() ([]string, error) {
 	return ids, nil
 }
 
-// stop tears everything down: the containers, dockerd, containerd, the
-// shims of its containers, mounts and directories; then it checks that no
-// group of a container is left.
+// stop tears dockerd down: its containers, dockerd, its mounts and
+// directory; then it checks that no group of a container is left (killing
+// what is left in one). Its containerd's cleanup comes next.
 func (d *Daemon) stop(t testing.TB) {
 	t.Helper()
 	var ids []string
@@ -396,32 +404,19 @@ func (d *Daemon) stop(t testing.TB) {
 			}
 		}
 	}
-	for _, p := range []struct {
-		name string
-		cmd  *exec.Cmd
-	}{{"dockerd", d.dockerd}, {"containerd", d.containerd}} {
-		if err := stopProcess(p.cmd); err != nil {
-			t.Errorf("stop the private %s: %v", p.name, err)
-		}
-	}
-	// containerd's shims outlive it (they setsid); the container's
-	// removal ends them, and any left are ours by their address.
-	if err := d.killShims(); err != nil {
-		t.Errorf("stop the private containerd's shims: %v", err)
+	if err := stopProcess(d.dockerd); err != nil {
+		t.Errorf("stop the private dockerd: %v", err)
 	}
 	if t.Failed() {
-		t.Logf("private dockerd in %s:\n%s", d.dir, d.logs())
+		t.Logf("private dockerd in %s:\n%s", d.dir, logs(d.dir, "dockerd.log"))
 	}
-	if err := testenv.UnmountUnder(d.dir); err != nil {
-		t.Errorf("unmount under %s: %v", d.dir, err)
-	}
-	if err := os.RemoveAll(d.dir); err != nil {
-		t.Errorf("remove the private dockerd's directory: %v", err)
-	}
+	removeDir(t, d.dir)
 	for _, id := range ids {
 		for _, g := range containerGroups(id) {
 			t.Errorf("container %s left its group %s", id, g)
-			_ = os.Remove(g)
+			if err := RemoveGroup(g); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 	// Docker's parent group, if no other daemon uses it now.
@@ -449,10 +444,58 @@ func stopProcess(cmd *exec.Cmd) error {
 	}
 }
 
-// killShims kills the containerd shims whose command line names the
-// daemon's directory (its containerd's address) and waits for them.
-func (d *Daemon) killShims() error {
-	pids, err := testenv.ProcessesNaming(d.dir)
+// removeDir unmounts everything under dir and removes it.
+func removeDir(t testing.TB, dir string) {
+	t.Helper()
+	if err := testenv.UnmountUnder(dir); err != nil {
+		t.Errorf("unmount under %s: %v", dir, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Errorf("remove %s: %v", dir, err)
+	}
+}
+
+// RemoveGroup kills the tasks of a cgroup directory and its descendants
+// (left by a container whose runtime was stopped under it) and removes
+// them, deepest first.
+func RemoveGroup(dir string) error {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	var errs []error
+	for i := len(dirs) - 1; i >= 0; i-- {
+		err := waitFor(10*time.Second, func() error {
+			b, err := os.ReadFile(filepath.Join(dirs[i], "cgroup.procs"))
+			if err != nil {
+				return nil // gone, or not a group: rmdir says
+			}
+			for _, f := range strings.Fields(string(b)) {
+				var pid int
+				if _, err := fmt.Sscanf(f, "%d", &pid); err == nil && pid > 0 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+			err = syscall.Rmdir(dirs[i])
+			if errors.Is(err, syscall.ENOENT) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dirs[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// killShims kills the containerd shims whose command line names dir (their
+// containerd's address) and waits for them.
+func killShims(dir string) error {
+	pids, err := testenv.ProcessesNaming(dir)
 	if err != nil {
 		return err
 	}
@@ -460,7 +503,7 @@ func (d *Daemon) killShims() error {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	return waitFor(10*time.Second, func() error {
-		left, err := testenv.ProcessesNaming(d.dir)
+		left, err := testenv.ProcessesNaming(dir)
 		if err != nil {
 			return err
 		}
@@ -495,11 +538,11 @@ func parentGroups() []string {
 	return out
 }
 
-// logs is the tail of the daemons' logs, for a failure's message.
-func (d *Daemon) logs() string {
+// logs is the tail of a daemon's logs in dir, for a failure's message.
+func logs(dir string, names ...string) string {
 	var b strings.Builder
-	for _, name := range []string{"containerd.log", "dockerd.log"} {
-		data, err := os.ReadFile(filepath.Join(d.dir, name))
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			continue
 		}

@@ -9,45 +9,20 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
-// busyboxImage builds a one-file image (Debian's busybox-static) into the
-// daemon, for tests that need a container but not cfsprobe's image.
-func busyboxImage(t *testing.T, d *Daemon) string {
-	t.Helper()
-	bb := "/bin/busybox"
-	if _, err := os.Stat(bb); err != nil {
-		need(t, "no /bin/busybox (apt-get install busybox-static)")
-	}
-	ctx := t.TempDir()
-	data, err := os.ReadFile(bb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ctx, "busybox"), data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	df := "FROM scratch\nCOPY busybox /bin/busybox\nENTRYPOINT [\"/bin/busybox\"]\n"
-	if err := os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(df), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	const ref = "cfsprobe-busybox:test"
-	d.Docker(t, "build", "-q", "-t", ref, ctx)
-	return ref
-}
-
 // TestDaemonRunsContainersAndLeavesNothing starts a daemon, runs a
 // container with a CPU limit (its group carries the quota), and checks
 // after the daemon's teardown that its processes, directory and the
 // container's groups are gone.
 func TestDaemonRunsContainersAndLeavesNothing(t *testing.T) {
-	var dir, id string
+	var dir, cdir, id string
 	var groups []string
 	t.Run("daemon", func(t *testing.T) {
 		d := Start(t)
-		dir = d.dir
+		dir, cdir = d.dir, d.containerd.dir
 		if !strings.HasPrefix(d.Host(), "unix:///") {
 			t.Errorf("Host() = %q, want unix:///...", d.Host())
 		}
-		img := busyboxImage(t, d)
+		img := d.BusyboxImage(t, "cfsprobe-busybox:test", "/bin/busybox")
 		// One container exits (--rm); one keeps running until teardown.
 		if out := d.Docker(t, "run", "--rm", img, "echo", "hello"); strings.TrimSpace(out) != "hello" {
 			t.Errorf("docker run echo hello printed %q", out)
@@ -75,11 +50,13 @@ func TestDaemonRunsContainersAndLeavesNothing(t *testing.T) {
 	if dir == "" {
 		return
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("the daemon's directory %s is left (stat: %v)", dir, err)
-	}
-	if pids, _ := testenv.ProcessesNaming(dir); len(pids) > 0 {
-		t.Errorf("processes of the daemon are left: %v", pids)
+	for _, d := range []string{dir, cdir} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("the daemon's directory %s is left (stat: %v)", d, err)
+		}
+		if pids, _ := testenv.ProcessesNaming(d); len(pids) > 0 {
+			t.Errorf("processes of the daemon are left: %v", pids)
+		}
 	}
 	if len(groups) == 0 {
 		t.Errorf("the running container had no group")
