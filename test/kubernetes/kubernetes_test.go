@@ -113,6 +113,7 @@ func TestKubernetes(t *testing.T) {
 	}
 
 	t.Run("throttled pod", func(t *testing.T) { checkThrottledPod(t, n, exp) })
+	t.Run("static pod", func(t *testing.T) { checkStaticPod(t, n, exp) })
 	// What the exporter said: it asks the API server alone, which
 	// answered (a source that does not is logged).
 	logs := n.Kubectl(t, "-n", ns, "logs", exp.Metadata.Name)
@@ -293,6 +294,40 @@ spec:
 	checkTopRow(t, "top on the host", out, cgroup)
 	inPod := n.Kubectl(t, "-n", ns, "exec", exp.Metadata.Name, "--", "/cfsprobe", "top", "--once", "--json", "--interval", "3s", "--cgroup-root", "/host/sys/fs/cgroup")
 	checkTopRow(t, "top in the exporter's pod", []byte(inPod), cgroup)
+}
+
+// checkStaticPod checks that the exporter names the node's static pod's
+// container: its group is named by the kubelet's config hash, which only
+// the mirror pod's annotation ties to the pod's names.
+func checkStaticPod(t *testing.T, n *Node, exp pod) {
+	var mirror struct {
+		Metadata struct {
+			UID         string
+			Annotations map[string]string
+		}
+	}
+	name := staticPod + "-" + nodeName
+	if err := n.GetJSON("/api/v1/namespaces/default/pods/"+name, &mirror); err != nil {
+		t.Fatal(err)
+	}
+	hash := mirror.Metadata.Annotations["kubernetes.io/config.mirror"]
+	if hash == "" || hash == mirror.Metadata.UID {
+		t.Fatalf("mirror pod %s: config.mirror %q, UID %s: want a hash other than the UID", name, hash, mirror.Metadata.UID)
+	}
+	url := fmt.Sprintf("http://%s:%d/metrics", exp.Status.PodIP, metricsPort)
+	want := `pod_name="` + name + `"`
+	var info string
+	if err := n.waitFor(30*time.Second, "the exporter naming the static pod", func() (bool, error) {
+		for _, l := range scrape(t, url) {
+			if strings.HasPrefix(l, "cfsprobe_cgroup_info{") && strings.Contains(l, `pod_uid="`+hash+`"`) && strings.Contains(l, `container_name="`+staticCtr+`"`) {
+				info = l
+			}
+		}
+		return strings.Contains(info, want), nil
+	}); err != nil {
+		t.Fatalf("%v; its container's info: %s", err, info)
+	}
+	t.Logf("static pod (mirror UID %s, group pod%s): %s", mirror.Metadata.UID, hash, info)
 }
 
 // checkTopRow checks that top's JSON has the busy container's group,

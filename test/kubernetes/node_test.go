@@ -41,6 +41,10 @@ const (
 	podCIDR     = "10.250.1.0/24"
 	cniNetwork  = "cfsprobe-k8s"
 	pauseImage  = "localhost/cfsprobe/pause:test"
+	// The node's static pod (in namespace default; its mirror pod is
+	// staticPod-nodeName) and its container.
+	staticPod = "static"
+	staticCtr = "pause"
 )
 
 // kubeletSysctls are the kernel settings the kubelet sets at start
@@ -340,8 +344,30 @@ evictionHard:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
-`, apiIP, freePort(), n.CRI, filepath.Join(n.Dir, "pod-logs"), p.path("ca", "crt"))
+staticPodPath: %[6]s
+`, apiIP, freePort(), n.CRI, filepath.Join(n.Dir, "pod-logs"), p.path("ca", "crt"), filepath.Join(kdir, "manifests"))
 	if err := os.WriteFile(filepath.Join(kdir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	// A static pod with a CPU limit: its group is named by the kubelet's
+	// hash of its manifest, not by its mirror pod's UID.
+	if err := os.MkdirAll(filepath.Join(kdir, "manifests"), 0o700); err != nil {
+		return err
+	}
+	static := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: default
+spec:
+  automountServiceAccountToken: false
+  containers:
+    - name: %s
+      image: %s
+      resources:
+        limits: {cpu: 100m, memory: 16Mi}
+`, staticPod, staticCtr, pauseImage)
+	if err := os.WriteFile(filepath.Join(kdir, "manifests", staticPod+".yaml"), []byte(static), 0o600); err != nil {
 		return err
 	}
 	if err := n.run(t, "kubelet", "kubelet",
