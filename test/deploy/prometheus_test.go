@@ -258,12 +258,21 @@ func waitAlert(prom *prometheus, timeout time.Duration, ok func(promv1.Alert) bo
 	return promv1.Alert{}, false
 }
 
+// seriesDelay bounds how long a container's series take to appear in
+// Prometheus: the exporter's walk (500 ms) and a scrape (1 s), with margin.
+const seriesDelay = 5 * time.Second
+
 // logSeed003Runs logs, for each container, seed 003's table row over its
-// life so far, from Prometheus: CPU used, throttle rate, time throttled.
+// life so far (less seriesDelay), from Prometheus: CPU used, throttle
+// rate, time throttled.
 func logSeed003Runs(t *testing.T, prom *prometheus, cs ...container) {
 	t.Helper()
 	for _, c := range cs {
-		age := time.Since(c.started).Truncate(time.Second)
+		// A window the container's series fill (they appear within a walk
+		// and a scrape of its start): rate does not extrapolate far
+		// beyond a series' first sample, so a longer window would read
+		// low.
+		age := (time.Since(c.started) - seriesDelay).Truncate(time.Second)
 		row := map[string]float64{}
 		for name, expr := range map[string]string{
 			"cpu":       "rate(cfsprobe_cpu_usage_seconds_total{cgroup=%q}[%s])",
@@ -278,7 +287,7 @@ func logSeed003Runs(t *testing.T, prom *prometheus, cs ...container) {
 			}
 			row[name] = float64(v[0].Value)
 		}
-		t.Logf("seed 003 run, %s (--cpus %s) over %v: CPU %.1f %%, throttle rate %.1f %% (%.0f/%.0f), %.2fs throttled",
+		t.Logf("seed 003 run, %s (--cpus %s) over the last %v: CPU %.1f %%, throttle rate %.1f %% (%.0f/%.0f), %.2fs throttled",
 			c.name, c.cpus, age, 100*row["cpu"], 100*row["throttled"]/row["periods"], row["throttled"], row["periods"], row["seconds"])
 	}
 }
