@@ -157,8 +157,7 @@ func StartNode(t testing.TB) *Node {
 	t.Cleanup(func() { n.checkNothingLeft(t) })
 	t.Cleanup(func() { n.Stop(t) })
 	if err := n.start(t); err != nil {
-		n.dumpLogs(t)
-		t.Fatalf("start the node: %v", err)
+		t.Fatalf("start the node: %v", err) // Stop logs the daemons' logs
 	}
 	n.StartTime = time.Since(start)
 	return n
@@ -232,7 +231,7 @@ func (n *Node) start(t testing.TB) error {
 	}
 
 	// etcd
-	etcdPort, peerPort, err := freePort(), freePort(), nil
+	etcdPort, peerPort := freePort(), freePort()
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
 	if err := n.run(t, "etcd", "etcd", "--name", "cfsprobe", "--data-dir", filepath.Join(n.Dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
