@@ -59,9 +59,7 @@ func TestKubernetes(t *testing.T) {
 	t0 := time.Now()
 	d := dockerd.Start(t)
 	refs := []string{d.Image(t), d.DebugImage(t)}
-	archive := filepath.Join(n.Dir, "cfsprobe-images.tar")
-	d.Docker(t, append([]string{"save", "-o", archive}, refs...)...)
-	if err := n.ImportImage(archive); err != nil {
+	if err := n.ImportImage(d.Save(t, refs...)); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("images %v built and imported in %.1f s", refs, time.Since(t0).Seconds())
