@@ -405,8 +405,15 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 		// Burst lends, it does not give: a quota below the group's
 		// average demand drains any allowance, however large, so a
 		// recording shorter than the time it takes to drain it would
-		// take a deficit in every period for meeting the target.
-		lo = max(lo, int64(math.Ceil(r.g.Model.DemandCPUs*1000/float64(r.step)))*r.step)
+		// take a deficit in every period for meeting the target. At
+		// exactly the average, any work the model does not see (a real
+		// run's own overhead, a little more demand than recorded)
+		// drains the allowance too (burst's no-burst scenario at 0.15
+		// CPUs + 15ms for 0.148 CPUs of demand: 1 of 41 periods
+		// throttled in two runs in a row): the quota is at least
+		// burstSlack above the average.
+		floor := r.g.Model.DemandCPUs * (1 + burstSlack)
+		lo = max(lo, int64(math.Ceil(floor*1000/float64(r.step)))*r.step)
 	}
 	top := r.maxCPUs
 	if threads > 0 {
@@ -445,6 +452,10 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 
 // threadSlack is how far above a thread cap its quota is set.
 const threadSlack = 0.05
+
+// burstSlack is how far above the group's average demand a quota with
+// burst is set, at least.
+const burstSlack = 0.05
 
 // maxRetries bounds how often search looks above a point whose
 // neighbour failed.
