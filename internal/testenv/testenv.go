@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -36,6 +37,13 @@ func NeedCgroups(t testing.TB) *cgroup.Layout {
 	}
 	return l
 }
+
+// ParentName is the name of a parent group a test creates its groups
+// under: cfsprobe-<what>-<pid>. The PID keeps packages tested in parallel
+// apart, and keeps a group left by a killed earlier run (its cleanup never
+// ran) from failing the next run that would have used the same name;
+// scripts/leftovers.sh reports such a group after make test.
+func ParentName(what string) string { return fmt.Sprintf("cfsprobe-%s-%d", what, os.Getpid()) }
 
 // Leftovers lists the directories of the parent group (and anything in
 // them) in every cgroup hierarchy of the layout. Each test package uses a
