@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -137,12 +138,16 @@ func (r *runtimeFlags) addFlags(fl *pflag.FlagSet) {
 }
 
 // resolver makes the runtimes' names resolver, or says in the flags'
-// words why it cannot. A runtime that is not running is not an error:
-// groups then keep their path identity.
+// words why it cannot, and lists the runtimes once (each within the
+// resolver's timeout), so that the first screen, trace or scrape has the
+// names. A runtime that is not running is not an error: groups then keep
+// their path identity.
 func (r runtimeFlags) resolver() (*containers.Resolver, error) {
 	s, err := containers.Sources(containers.Config{DockerHost: r.dockerHost, CRIEndpoint: r.criEndpoint, KubeAPI: r.kubeAPI})
 	if err != nil {
 		return nil, usageErr("%v: give --docker-host unix:///var/run/docker.sock or tcp://HOST:PORT, --cri-endpoint unix:///PATH, --kube-api %s, or %s to ask none of them", err, containers.KubeAPIInCluster, containers.Off)
 	}
-	return containers.NewResolver(s, containers.Options{}), nil
+	names := containers.NewResolver(s, containers.Options{})
+	_ = names.Refresh(context.Background()) // its errors: names.Errors()
+	return names, nil
 }

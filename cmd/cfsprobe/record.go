@@ -133,7 +133,6 @@ func runRecord(c *cobra.Command, f *recordFlags, args []string) error {
 	}
 	ctx, _, stop := signalContext()
 	defer stop()
-	_ = names.Refresh(ctx) // a runtime that does not answer leaves path identities
 	if sel, err = byName(names, sel); err != nil {
 		return err
 	}

@@ -123,7 +123,6 @@ func runTop(c *cobra.Command, f *topFlags) error {
 
 	ctx, sig, stop := signalContext()
 	defer stop()
-	_ = names.Refresh(ctx) // a runtime that does not answer leaves path identities
 
 	if f.once {
 		m, err := top.Once(ctx, src, f.interval)

@@ -11,13 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/testenv/dockerd"
 	"github.com/cfsprobe/cfsprobe/internal/top"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -223,7 +222,10 @@ func TestSeed003Containers(t *testing.T) {
 		args = append(args, img, "__workload", "bursty", "--on-cpu", "50ms", "--off", "50ms", "--duration", "120s")
 		d.Docker(t, args...)
 	}
-	metrics := startExporter(t, bin, d.Host())
+	// The exporter of every group (--all), naming containers through the
+	// private daemon; stopped by PID when the test ends.
+	_, addr := testenv.StartExporter(t, bin, "--all", "--docker-host", d.Host())
+	metrics := "http://" + addr + "/metrics"
 	time.Sleep(2 * time.Second) // every container running, walked by the exporter
 
 	m1 := scrape(t, metrics)
@@ -327,55 +329,6 @@ func or(s, dflt string) string {
 		return dflt
 	}
 	return s
-}
-
-// startExporter starts `cfsprobe exporter --all` on a free loopback port,
-// naming containers through the daemon at host, and stops it (by PID) when
-// the test ends. It returns the /metrics URL once it answers.
-func startExporter(t *testing.T, bin, host string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "exporter", "--all", "--listen", addr, "--scan-interval", "1s", "--docker-host", host)
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Errorf("the exporter (pid %d) did not stop on SIGTERM", cmd.Process.Pid)
-		}
-		if t.Failed() {
-			t.Logf("exporter's log:\n%s", stderr.String())
-		}
-	})
-	url := "http://" + addr + "/metrics"
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the exporter on %s is not ready after 10s: %v\n%s", addr, err, stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // scrape reads /metrics and parses it.
