@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# build.sh builds helm, which the chart's tests run (deploy/helm/cfsprobe),
+# once per machine, into a cache outside the repository, and prints the
+# binary's path:
+#   ${CFSPROBE_HELM_BIN:-${XDG_CACHE_HOME:-~/.cache}/cfsprobe/helm-<version>}/helm
+# The binary is kept unless go.mod or go.sum here changed since it was
+# built (the directory's .stamp). Everything comes from the Go module
+# proxy: no git, no other download. The flags are helm's Makefile's: the
+# version `helm version` prints, and the Kubernetes version that `helm
+# lint` and `helm template` assume (client-go's v0.N is Kubernetes 1.N).
+#   build.sh --check   prints the path if the binary is there, else exits 1
+#                      (what the tests run: they never build)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+GO=${GO:-go}
+cd "$here"
+version=$(awk '$1 == "helm.sh/helm/v3" { print $2; exit }' go.mod)
+dir=${CFSPROBE_HELM_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/cfsprobe/helm-$version}
+stamp=$(cat go.mod go.sum | sha256sum | cut -c1-16)
+if [ "${1:-}" = --check ]; then
+	[ "$(cat "$dir/.stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$dir/helm" ] || exit 1
+	echo "$dir/helm"
+	exit 0
+fi
+mkdir -p "$dir"
+if [ "$(cat "$dir/.stamp" 2>/dev/null)" != "$stamp" ]; then
+	rm -f "$dir/helm"
+	echo "$stamp" >"$dir/.stamp"
+fi
+if [ ! -x "$dir/helm" ]; then
+	start=$(date +%s)
+	echo "build.sh: helm $version" >&2
+	kminor=$($GO list -m -f '{{.Version}}' k8s.io/client-go | cut -d. -f2)
+	ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+	for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+		ldflags="$ldflags -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$kminor"
+	done
+	CGO_ENABLED=0 $GO build -trimpath -ldflags "$ldflags" -o "$dir/helm.tmp" helm.sh/helm/v3/cmd/helm
+	mv "$dir/helm.tmp" "$dir/helm"
+	echo "build.sh: built in $(( $(date +%s) - start )) s into $dir" >&2
+fi
+echo "$dir/helm"
