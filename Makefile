@@ -32,7 +32,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build image k8s-bins deps test leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image k8s-bins helm-bin deps test leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -109,7 +109,7 @@ deps:
 # them, scripts/leftovers.sh checks that nothing was left behind: no
 # process of a daemon the tests started, mount, cgroup, network link or
 # changed sysctl.
-test: deps leftovers-before lint k8s-bins test-unit test-preload fuzz test-v2 leftovers-after
+test: deps leftovers-before lint k8s-bins helm-bin test-unit test-preload fuzz test-v2 leftovers-after
 
 LEFTOVERS := build/leftovers.before
 leftovers-before:
@@ -127,6 +127,13 @@ leftovers-after:
 k8s-bins:
 	@command -v $(CC) >/dev/null || $(MAKE) deps
 	./test/kubernetes/build/build.sh >/dev/null
+
+# helm-bin builds helm (the chart's tests: test/deploy, test/kubernetes)
+# from the Go module proxy, once per version, into
+# $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/helm-<version>/ with the Prometheus
+# Operator's ServiceMonitor and PrometheusRule CRDs (test/helm/build/build.sh).
+helm-bin:
+	./test/helm/build/build.sh >/dev/null
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.
