@@ -12,8 +12,11 @@ LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # g++ and libc6-dev (the cpuview preload library and its C/C++ tests), nginx
 # (worker_processes auto under the CPU view), docker.io (make image and the
 # tests on a private dockerd; busybox-static is the debug image's shell) and
-# prometheus (the tests of deploy/prometheus/ with a real Prometheus).
-APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx docker.io prometheus
+# prometheus (the tests of deploy/prometheus/ with a real Prometheus),
+# systemd (systemd-analyze verify and security of deploy/systemd/, and
+# systemd-socket-activate; installing it starts nothing where systemd is
+# not PID 1).
+APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx docker.io prometheus systemd
 GOSRC := $(shell find . -name '*.go' -not -path './bin/*' 2>/dev/null) go.mod go.sum
 # The cpuview preload library (native/cpuview/README.md). internal/cpuview
 # embeds the directory it is built into, so every target that compiles Go
