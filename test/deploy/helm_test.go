@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cfsprobe/cfsprobe/internal/exporter"
 	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
@@ -323,13 +324,14 @@ func checkDashboardConfigMap(t *testing.T, o rendered) {
 }
 
 // tlsAuthValues serve TLS with a certificate from a Secret and ask for
-// basic auth, and have the ServiceMonitor send both.
+// basic auth (the password "example"), and have the ServiceMonitor send
+// both.
 const tlsAuthValues = `
 web:
   tls:
     secretName: cfsprobe-tls
   basicAuthUsers:
-    prometheus: $2y$10$X0h5TWF0/Ep4G5X3O8HFzuSChqiEvm5MT/pq9F5l.1mtzxmYKuBVS
+    prometheus: $2a$10$52.2S0H2Y4ZtNElQ/2bA8u8fhI10E44mibYzXEBrbXslch8pqDg9C
 serviceMonitor:
   tlsConfig:
     ca:
@@ -340,8 +342,10 @@ serviceMonitor:
     password: {name: cfsprobe-scrape, key: password}
 `
 
-// webConfigOf returns the web configuration the chart's Secret holds and
-// checks that the pods mount it and pass it with --web.config.file.
+// webConfigOf returns the web configuration the chart's Secret holds,
+// checks that the exporter takes it (with certificates of a test at the
+// paths it names) and that the pods mount it and pass it with
+// --web.config.file.
 func webConfigOf(t *testing.T, objs []rendered, ds *appsv1.DaemonSet) map[string]any {
 	t.Helper()
 	secret := mustFind[*corev1.Secret](t, objs, "Secret")
@@ -352,6 +356,15 @@ func webConfigOf(t *testing.T, objs []rendered, ds *appsv1.DaemonSet) map[string
 	var c map[string]any
 	if err := yaml.UnmarshalStrict([]byte(text), &c); err != nil {
 		t.Fatalf("Secret %s: web-config.yml: %v\n%s", secret.Name, err, text)
+	}
+	w := testenv.NewWebTLS(t)
+	local := strings.NewReplacer("/etc/cfsprobe/tls/tls.crt", w.CertFile, "/etc/cfsprobe/tls/tls.key", w.KeyFile, "/etc/cfsprobe/tls/ca.crt", w.CAFile).Replace(text)
+	f := filepath.Join(t.TempDir(), "web-config.yml")
+	if err := os.WriteFile(f, []byte(local), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := exporter.CheckWebConfig(f); err != nil {
+		t.Errorf("the exporter refuses the chart's web config: %v\n%s", err, text)
 	}
 	ps := ds.Spec.Template.Spec
 	ctr := ps.Containers[0]
@@ -584,7 +597,7 @@ cgroup: {recursiveReadOnly: ""}`,
 		check: func(t *testing.T, objs []rendered, ds *appsv1.DaemonSet) {
 			c := webConfigOf(t, objs, ds)
 			users, _ := c["basic_auth_users"].(map[string]any)
-			if len(users) != 1 || !strings.HasPrefix(fmt.Sprint(users["prometheus"]), "$2y$10$") || c["tls_server_config"] == nil {
+			if len(users) != 1 || !strings.HasPrefix(fmt.Sprint(users["prometheus"]), "$2a$10$") || c["tls_server_config"] == nil {
 				t.Errorf("web config %v: want the user prometheus's bcrypt hash and TLS", c)
 			}
 			if p := probes(t, ds); p != "tcp" {
