@@ -203,7 +203,7 @@ func (w *webFlags) listen() ([]net.Listener, error) {
 	if w.systemdSocket {
 		lns, err := exporter.SystemdListeners()
 		if err != nil {
-			return nil, usageErr("--web.systemd-socket: %v: start the exporter from a .socket unit (deploy/systemd/cfsprobe-exporter.socket) or give --web.listen-address instead", err)
+			return nil, usageErr("--web.systemd-socket: %v: start the exporter from a systemd .socket unit (deploy/systemd/README.md) or give --web.listen-address instead", err)
 		}
 		return lns, nil
 	}

@@ -1,9 +1,7 @@
 package exporter
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -85,20 +83,7 @@ func TestServeTLSBasicAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test", TelemetryPath: "/cfs/metrics", WebConfigFile: w.ConfigFile})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx, ln) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	addr := ln.Addr().String()
+	addr := serveAddr(t, e)
 	get := func(c *http.Client, url string, modify func(*http.Request)) (int, string, error) {
 		req, err := http.NewRequest("GET", url, nil)
 		if err != nil {
