@@ -357,8 +357,15 @@ func webConfigOf(t *testing.T, objs []rendered, ds *appsv1.DaemonSet) map[string
 	if err := yaml.UnmarshalStrict([]byte(text), &c); err != nil {
 		t.Fatalf("Secret %s: web-config.yml: %v\n%s", secret.Name, err, text)
 	}
-	w := testenv.NewWebTLS(t)
-	local := strings.NewReplacer("/etc/cfsprobe/tls/tls.crt", w.CertFile, "/etc/cfsprobe/tls/tls.key", w.KeyFile, "/etc/cfsprobe/tls/ca.crt", w.CAFile).Replace(text)
+	pki, err := testenv.NewPKI(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.Issue("server", "localhost", nil, nil, []string{"localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	local := strings.NewReplacer("/etc/cfsprobe/tls/tls.crt", pki.Path("server", "crt"), "/etc/cfsprobe/tls/tls.key", pki.Path("server", "key"),
+		"/etc/cfsprobe/tls/ca.crt", pki.Path("ca", "crt")).Replace(text)
 	f := filepath.Join(t.TempDir(), "web-config.yml")
 	if err := os.WriteFile(f, []byte(local), 0o600); err != nil {
 		t.Fatal(err)

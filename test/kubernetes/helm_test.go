@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
@@ -68,15 +67,15 @@ func checkHelmChart(t *testing.T, n *Node) {
 
 	// The exporter's certificate, for its Service's name, and the
 	// password of the user Prometheus scrapes as.
-	if err := n.pki.issue("exporter", exporterDNS, nil, nil, []string{exporterDNS}); err != nil {
+	if err := n.pki.Issue("exporter", exporterDNS, nil, nil, []string{exporterDNS}); err != nil {
 		t.Fatal(err)
 	}
 	password := rand.Text()
-	n.Kubectl(t, "-n", ns, "create", "secret", "tls", tlsSecret, "--cert", n.pki.path("exporter", "crt"), "--key", n.pki.path("exporter", "key"))
+	n.Kubectl(t, "-n", ns, "create", "secret", "tls", tlsSecret, "--cert", n.pki.Path("exporter", "crt"), "--key", n.pki.Path("exporter", "key"))
 	defer n.KubectlErr("-n", ns, "delete", "secret", tlsSecret)
 	// What the ServiceMonitor tells Prometheus: the CA, the user and the
 	// password.
-	n.Kubectl(t, "-n", ns, "create", "secret", "generic", scrapeSecret, "--from-file=ca.crt="+n.pki.path("ca", "crt"),
+	n.Kubectl(t, "-n", ns, "create", "secret", "generic", scrapeSecret, "--from-file=ca.crt="+n.pki.Path("ca", "crt"),
 		"--from-literal=username=prometheus", "--from-literal=password="+password)
 	defer n.KubectlErr("-n", ns, "delete", "secret", scrapeSecret)
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
@@ -125,9 +124,7 @@ serviceMonitor:
 
 	// Scraped over TLS with the password (the URL's user): the static
 	// pod's container by its pod's name.
-	pool := x509.NewCertPool()
-	pool.AddCert(n.pki.ca)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: exporterDNS}}}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: n.pki.Pool(), ServerName: exporterDNS}}}
 	url := fmt.Sprintf("https://%s:%d/metrics", exp.Status.PodIP, metricsPort)
 	authURL := fmt.Sprintf("https://prometheus:%s@%s:%d/metrics", password, exp.Status.PodIP, metricsPort)
 	want := `pod_name="` + staticPod + "-" + nodeName + `"`
