@@ -435,7 +435,8 @@ func TestHelmTemplateValues(t *testing.T) {
 	h := testenv.NeedHelm(t, root)
 	cases := []struct {
 		name, release, values string
-		noOperator            bool
+		noOperator            bool // render for a cluster without the Prometheus Operator
+		noToken               bool // the exporter asks no API server
 		check                 func(t *testing.T, objs []rendered, ds *appsv1.DaemonSet)
 	}{{
 		name:   "image digest and pull policy",
@@ -514,8 +515,9 @@ cgroup: {recursiveReadOnly: ""}`,
 			}
 		},
 	}, {
-		name:   "without the API server",
-		values: "kubeAPI: {enabled: false}",
+		name:    "without the API server",
+		values:  "kubeAPI: {enabled: false}",
+		noToken: true,
 		check: func(t *testing.T, objs []rendered, ds *appsv1.DaemonSet) {
 			for _, k := range []string{"ClusterRole", "ClusterRoleBinding"} {
 				if o, ok := find(objs, k, ""); ok {
@@ -644,7 +646,7 @@ cgroup: {recursiveReadOnly: ""}`,
 			for _, o := range objs {
 				obj := o.decode(t)
 				if ps := podSpec(obj); ps != nil {
-					checkPodSpec(t, o.Doc.String(), ps, !strings.Contains(c.values, "enabled: false"))
+					checkPodSpec(t, o.Doc.String(), ps, !c.noToken)
 				}
 			}
 			c.check(t, objs, mustFind[*appsv1.DaemonSet](t, objs, "DaemonSet"))
