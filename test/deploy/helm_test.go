@@ -138,6 +138,17 @@ func find(objs []rendered, kind, name string) (rendered, bool) {
 	return rendered{}, false
 }
 
+// noneOf fails for each rendered object of the kinds: there should be none
+// (why says when).
+func noneOf(t *testing.T, objs []rendered, why string, kinds ...string) {
+	t.Helper()
+	for _, o := range objs {
+		if slices.Contains(kinds, o.Kind) {
+			t.Errorf("%s: a %s %s", o.Doc, o.Kind, why)
+		}
+	}
+}
+
 func mustFind[T any](t *testing.T, objs []rendered, kind string) T {
 	t.Helper()
 	o, ok := find(objs, kind, "")
@@ -519,11 +530,7 @@ cgroup: {recursiveReadOnly: ""}`,
 		values:  "kubeAPI: {enabled: false}",
 		noToken: true,
 		check: func(t *testing.T, objs []rendered, ds *appsv1.DaemonSet) {
-			for _, k := range []string{"ClusterRole", "ClusterRoleBinding"} {
-				if o, ok := find(objs, k, ""); ok {
-					t.Errorf("%s: a %s without kubeAPI", o.Doc, k)
-				}
-			}
+			noneOf(t, objs, "without kubeAPI", "ClusterRole", "ClusterRoleBinding")
 			ps := ds.Spec.Template.Spec
 			if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken || !hasArgs(ps.Containers[0].Args, "--kube-api", "none") {
 				t.Errorf("automountServiceAccountToken %v args %v: want no token and --kube-api none", ps.AutomountServiceAccountToken, ps.Containers[0].Args)
@@ -551,11 +558,7 @@ cgroup: {recursiveReadOnly: ""}`,
 		name:       "without the Prometheus Operator",
 		noOperator: true,
 		check: func(t *testing.T, objs []rendered, _ *appsv1.DaemonSet) {
-			for _, k := range []string{"ServiceMonitor", "PrometheusRule"} {
-				if o, ok := find(objs, k, ""); ok {
-					t.Errorf("%s: a %s where the cluster does not serve its kind", o.Doc, k)
-				}
-			}
+			noneOf(t, objs, "where the cluster does not serve its kind", "ServiceMonitor", "PrometheusRule")
 		},
 	}, {
 		name:   "no dashboard, dashboard elsewhere",
@@ -570,9 +573,7 @@ cgroup: {recursiveReadOnly: ""}`,
 		name:   "plain HTTP has no web config",
 		values: "",
 		check: func(t *testing.T, objs []rendered, ds *appsv1.DaemonSet) {
-			if o, ok := find(objs, "Secret", ""); ok {
-				t.Errorf("%s: a Secret without web settings", o.Doc)
-			}
+			noneOf(t, objs, "without web settings", "Secret")
 			if c := ds.Spec.Template.Spec.Containers[0]; slices.Contains(c.Args, "--web.config.file") {
 				t.Errorf("args %v: --web.config.file without web settings", c.Args)
 			}

@@ -8,9 +8,9 @@
 #            CRDs (its module's example/prometheus-operator-crd/), which the
 #            node test applies so that the chart's objects of these kinds
 #            are made, and checked by their schema, on a real API server
-# What is there is kept unless go.mod or go.sum here or this script changed
-# since it was made (the directory's .stamp). Everything comes from the Go module
-# proxy: no git, no other download. The flags are helm's Makefile's: the
+# What is there is kept unless go.mod or go.sum here or this script
+# changed since it was made (the directory's .stamp). Everything comes from
+# the Go module proxy: no git, no other download. The flags are helm's Makefile's: the
 # version `helm version` prints, and the Kubernetes version that `helm
 # lint` and `helm template` assume (client-go's v0.N is Kubernetes 1.N).
 #   build.sh --check   prints the path if everything is there, else exits 1
@@ -27,13 +27,7 @@ stamp=$(cat go.mod go.sum build.sh | sha256sum | cut -c1-16)
 if [ "${1:-}" = --check ]; then
 	[ "$(cat "$dir/.stamp" 2>/dev/null)" = "$stamp" ] && [ -x "$dir/helm" ] || exit 1
 	for c in $crds; do [ -f "$dir/crds/$c" ] || exit 1; done
-	if [ ! -d "$dir/crds" ]; then
-	src=$($GO mod download -json "$operator" | awk -F'"' '$2 == "Dir" { print $4 }')
-	mkdir -p "$dir/crds.tmp"
-	for c in $crds; do cp "$src/example/prometheus-operator-crd/$c" "$dir/crds.tmp/"; done
-	mv "$dir/crds.tmp" "$dir/crds"
-fi
-echo "$dir/helm"
+	echo "$dir/helm"
 	exit 0
 fi
 mkdir -p "$dir"
