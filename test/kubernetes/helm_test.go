@@ -29,11 +29,13 @@ const (
 )
 
 // helm runs helm against the node as its admin, with helm's own files
-// (cache, configuration, data) in the node's directory.
+// (cache, configuration, data, the API's discovery cache) in the node's
+// directory.
 func (n *Node) helm(h testenv.Helm, args ...string) (string, error) {
 	cmd := exec.Command(h.Bin, append([]string{"--kubeconfig", n.Kubeconfig}, args...)...)
 	home := filepath.Join(n.Dir, "helm")
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data",
+		"KUBECACHEDIR="+home+"/kube-cache")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, out)
