@@ -69,17 +69,9 @@ func (r rendered) key() string { return r.APIVersion + " " + r.Kind + " " + r.Na
 // the values of the YAML text values (none when empty).
 func helmTemplate(t *testing.T, h testenv.Helm, name, values string, args ...string) []rendered {
 	t.Helper()
-	cmd := []string{"template", name, repoPath(chartDir), "--namespace", namespace}
-	if values != "" {
-		f := filepath.Join(t.TempDir(), "values.yaml")
-		if err := os.WriteFile(f, []byte(values), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd = append(cmd, "--values", f)
-	}
-	out, err := exec.Command(h.Bin, append(cmd, args...)...).Output()
+	out, err := helmTemplateErr(t, h, name, values, args...)
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(cmd, " "), err, stderr(err))
+		t.Fatal(err)
 	}
 	var objs []rendered
 	for _, doc := range splitDocs("helm template "+name, out) {
@@ -106,6 +98,25 @@ func helmTemplate(t *testing.T, h testenv.Helm, name, values string, args ...str
 		objs = append(objs, r)
 	}
 	return objs
+}
+
+// helmTemplateErr is helmTemplate's `helm template`: its output, or an
+// error with what it printed on stderr.
+func helmTemplateErr(t *testing.T, h testenv.Helm, name, values string, args ...string) ([]byte, error) {
+	t.Helper()
+	cmd := []string{"template", name, repoPath(chartDir), "--namespace", namespace}
+	if values != "" {
+		f := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(f, []byte(values), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd = append(cmd, "--values", f)
+	}
+	out, err := exec.Command(h.Bin, append(cmd, args...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("helm %s: %w\n%s", strings.Join(cmd, " "), err, stderr(err))
+	}
+	return out, nil
 }
 
 func stderr(err error) string {
@@ -670,4 +681,30 @@ func checkTLSVolume(t *testing.T, ds *appsv1.DaemonSet) {
 		}
 	}
 	t.Errorf("the Secret cfsprobe-tls is not mounted read-only at /etc/cfsprobe/tls: volumes %v", ps.Volumes)
+}
+
+// values.schema.json refuses what the chart would otherwise ignore or
+// pass on broken: a misspelt value, a password where its bcrypt hash
+// belongs, a digest that is not one.
+func TestHelmValuesSchema(t *testing.T) {
+	h := testenv.NeedHelm(t, root)
+	for _, c := range []struct{ name, values, want string }{
+		{"misspelt value", "web: {tls: {secretname: cfsprobe-tls}}", "secretname"},
+		{"misspelt top-level value", "nodeselector: {pool: web}", "nodeselector"},
+		{"password, not its hash", "web: {basicAuthUsers: {prometheus: hunter2}}", "basicAuthUsers"},
+		{"digest without its algorithm", "image: {digest: " + strings.Repeat("ab", 32) + "}", "digest"},
+		{"negative sampler limit", "exporter: {samplerMaxGroups: -1}", "samplerMaxGroups"},
+		{"scan interval without a unit", "exporter: {scanInterval: '10'}", "scanInterval"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := helmTemplateErr(t, h, release, c.values)
+			if err == nil {
+				t.Fatalf("helm template took %s", c.values)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("helm template's error does not name %s: %v", c.want, err)
+			}
+			t.Logf("%s: %s", c.values, lineWith(err.Error(), c.want))
+		})
+	}
 }
