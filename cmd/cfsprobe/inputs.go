@@ -164,7 +164,7 @@ func (w *webFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&w.listenAddresses, "web.listen-address", []string{exporter.DefaultListen}, "host:port to serve on; repeat it to serve on several")
 	fl.StringArrayVar(&w.alias, "listen", nil, "alias of --web.listen-address (its older name)")
 	fl.BoolVar(&w.systemdSocket, "web.systemd-socket", false, "serve on the sockets systemd passes (socket activation, a .socket unit) instead of --web.listen-address")
-	fl.StringVar(&w.configFile, "web.config.file", "", "web configuration enabling TLS, client certificates and basic auth ("+exporter.WebConfigDoc+"); none: plain HTTP")
+	fl.StringVar(&w.configFile, "web.config.file", "", "web configuration enabling TLS, client certificates and basic auth ("+exporter.WebConfigDoc+"); without it, plain HTTP")
 	fl.StringVar(&w.telemetryPath, "web.telemetry-path", exporter.DefaultTelemetryPath, "path under which the metrics are served")
 }
 

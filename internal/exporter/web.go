@@ -40,7 +40,7 @@ func CheckWebConfig(path string) error {
 		return nil
 	case isBcryptError(err):
 		// The toolkit hands bcrypt's error on without saying where.
-		return fmt.Errorf("%s: a password of basic_auth_users is not a bcrypt hash: %w", path, oneLineError{err})
+		return fmt.Errorf("%s: a password of basic_auth_users is not a bcrypt hash (htpasswd -nBC 10 USER prints one): %w", path, oneLineError{err})
 	}
 	return fmt.Errorf("%s: %w", path, oneLineError{err})
 }

@@ -1,7 +1,9 @@
 package exporter
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -128,5 +130,46 @@ func TestServeTLSBasicAuth(t *testing.T) {
 	// An untrusted server certificate is refused by a client that checks.
 	if _, _, err := get(&http.Client{}, base+"/cfs/metrics", nil); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("a client without the CA: %v, want a certificate error", err)
+	}
+}
+
+// Run serves on every listener it is given (--web.listen-address
+// repeated, or several sockets from systemd), and stops them all.
+func TestRunSeveralListeners(t *testing.T) {
+	r, err := monitor.OpenRoot(filepath.Join(fixtures, "container-v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lns, err := Listen([]string{"127.0.0.1:0", "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx, lns...) }()
+	for _, ln := range lns {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
+		if err != nil {
+			t.Errorf("%s: %v", ln.Addr(), err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %s", ln.Addr(), resp.Status)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	for _, ln := range lns {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts after Run returned", ln.Addr())
+		}
+	}
+	if _, err := Listen([]string{"127.0.0.1:0", "nohost"}); err == nil || !strings.HasPrefix(err.Error(), "nohost: ") {
+		t.Errorf("Listen of a malformed address: %v, want its error naming it", err)
 	}
 }
