@@ -19,7 +19,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 GO=${GO:-go}
 cd "$here"
-version=$(awk '$1 == "helm.sh/helm/v3" { print $2; exit }' go.mod)
+version=$(awk '$1 == "helm.sh/helm/v3" { print $2; exit } $1 == "require" && $2 == "helm.sh/helm/v3" { print $3; exit }' go.mod)
 dir=${CFSPROBE_HELM_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/cfsprobe/helm-$version}
 operator=github.com/prometheus-operator/prometheus-operator@v0.85.0
 crds="monitoring.coreos.com_servicemonitors.yaml monitoring.coreos.com_prometheusrules.yaml"
