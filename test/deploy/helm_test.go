@@ -106,17 +106,30 @@ func helmTemplateErr(t *testing.T, h testenv.Helm, name, values string, args ...
 	t.Helper()
 	cmd := []string{"template", name, repoPath(chartDir), "--namespace", namespace}
 	if values != "" {
-		f := filepath.Join(t.TempDir(), "values.yaml")
-		if err := os.WriteFile(f, []byte(values), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd = append(cmd, "--values", f)
+		cmd = append(cmd, "--values", valuesFile(t, values))
 	}
 	out, err := exec.Command(h.Bin, append(cmd, args...)...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("helm %s: %w\n%s", strings.Join(cmd, " "), err, stderr(err))
 	}
 	return out, nil
+}
+
+// valuesFile writes values to a file for helm's --values, which splits
+// its argument at commas: the file's path has none, unlike t.TempDir()'s
+// for subtests named with one.
+func valuesFile(t *testing.T, values string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cfsprobe-helm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	f := filepath.Join(dir, "values.yaml")
+	if err := os.WriteFile(f, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func stderr(err error) string {
@@ -192,11 +205,7 @@ func TestHelmLint(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			args := []string{"lint", "--strict", repoPath(chartDir), "--namespace", namespace}
 			if c.values != "" {
-				f := filepath.Join(t.TempDir(), "values.yaml")
-				if err := os.WriteFile(f, []byte(c.values), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				args = append(args, "--values", f)
+				args = append(args, "--values", valuesFile(t, c.values))
 			}
 			out, err := exec.Command(h.Bin, args...).CombinedOutput()
 			if err != nil {
