@@ -12,8 +12,11 @@ LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # g++ and libc6-dev (the cpuview preload library and its C/C++ tests), nginx
 # (worker_processes auto under the CPU view), docker.io (make image and the
 # tests on a private dockerd; busybox-static is the debug image's shell) and
-# prometheus (the tests of deploy/prometheus/ with a real Prometheus).
-APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx docker.io prometheus
+# prometheus (the tests of deploy/prometheus/ with a real Prometheus),
+# systemd (systemd-analyze verify and security of deploy/systemd/, and
+# systemd-socket-activate; installing it starts nothing where systemd is
+# not PID 1).
+APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx docker.io prometheus systemd
 GOSRC := $(shell find . -name '*.go' -not -path './bin/*' 2>/dev/null) go.mod go.sum
 # The cpuview preload library (native/cpuview/README.md). internal/cpuview
 # embeds the directory it is built into, so every target that compiles Go
@@ -32,7 +35,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build image k8s-bins deps test leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image k8s-bins helm-bin deps test leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -109,7 +112,7 @@ deps:
 # them, scripts/leftovers.sh checks that nothing was left behind: no
 # process of a daemon the tests started, mount, cgroup, network link or
 # changed sysctl.
-test: deps leftovers-before lint k8s-bins test-unit test-preload fuzz test-v2 leftovers-after
+test: deps leftovers-before lint k8s-bins helm-bin test-unit test-preload fuzz test-v2 leftovers-after
 
 LEFTOVERS := build/leftovers.before
 leftovers-before:
@@ -127,6 +130,13 @@ leftovers-after:
 k8s-bins:
 	@command -v $(CC) >/dev/null || $(MAKE) deps
 	./test/kubernetes/build/build.sh >/dev/null
+
+# helm-bin builds helm (the chart's tests: test/deploy, test/kubernetes)
+# from the Go module proxy, once per version, into
+# $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/helm-<version>/ with the Prometheus
+# Operator's ServiceMonitor and PrometheusRule CRDs (test/helm/build/build.sh).
+helm-bin:
+	./test/helm/build/build.sh >/dev/null
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/containers"
+	"github.com/cfsprobe/cfsprobe/internal/exporter"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
@@ -150,4 +153,69 @@ func (r runtimeFlags) resolver() (*containers.Resolver, error) {
 	names := containers.NewResolver(s, containers.Options{})
 	_ = names.Refresh(context.Background()) // its errors: names.Errors()
 	return names, nil
+}
+
+// webFlags are prometheus/exporter-toolkit's flags, as node_exporter
+// names them, and --listen, the older name of --web.listen-address.
+type webFlags struct {
+	fl                        *pflag.FlagSet
+	listenAddresses, alias    []string
+	systemdSocket             bool
+	configFile, telemetryPath string
+}
+
+func (w *webFlags) addFlags(fl *pflag.FlagSet) {
+	w.fl = fl
+	fl.StringArrayVar(&w.listenAddresses, "web.listen-address", []string{exporter.DefaultListen}, "host:port to serve on; repeat it to serve on several")
+	fl.StringArrayVar(&w.alias, "listen", nil, "alias of --web.listen-address (its older name)")
+	fl.BoolVar(&w.systemdSocket, "web.systemd-socket", false, "serve on the sockets systemd passes (socket activation, a .socket unit) instead of --web.listen-address")
+	fl.StringVar(&w.configFile, "web.config.file", "", "web configuration enabling TLS, client certificates and basic auth ("+exporter.WebConfigDoc+"); without it, plain HTTP")
+	fl.StringVar(&w.telemetryPath, "web.telemetry-path", exporter.DefaultTelemetryPath, "path under which the metrics are served")
+}
+
+// addrs are the addresses to listen on and the flag that gave them.
+func (w *webFlags) addrs() ([]string, string) {
+	switch {
+	case w.fl.Changed("listen") && w.fl.Changed("web.listen-address"):
+		return append(w.listenAddresses, w.alias...), "--web.listen-address"
+	case w.fl.Changed("listen"):
+		return w.alias, "--listen"
+	}
+	return w.listenAddresses, "--web.listen-address"
+}
+
+// check validates the web flags and reads --web.config.file as the
+// exporter will serve it (certificates included), before anything is
+// opened.
+func (w *webFlags) check() error {
+	if err := exporter.CheckTelemetryPath(w.telemetryPath); err != nil {
+		return usageErr("--web.telemetry-path %v: give a path such as %s", err, exporter.DefaultTelemetryPath)
+	}
+	if w.systemdSocket && (w.fl.Changed("listen") || w.fl.Changed("web.listen-address")) {
+		return usageErr("--web.systemd-socket serves on the sockets systemd passes: give it or --web.listen-address, not both")
+	}
+	if addrs, name := w.addrs(); !w.systemdSocket && (len(addrs) == 0 || slices.Contains(addrs, "")) {
+		return usageErr("%s is empty: give a host:port such as %s", name, exporter.DefaultListen)
+	}
+	if err := exporter.CheckWebConfig(w.configFile); err != nil {
+		return usageErr("--web.config.file %v; fix the file (its format: %s)", err, exporter.WebConfigDoc)
+	}
+	return nil
+}
+
+// listen opens the listeners: the addresses given, or systemd's sockets.
+func (w *webFlags) listen() ([]net.Listener, error) {
+	if w.systemdSocket {
+		lns, err := exporter.SystemdListeners()
+		if err != nil {
+			return nil, usageErr("--web.systemd-socket: %v: start the exporter from a systemd .socket unit (deploy/systemd/README.md) or give --web.listen-address instead", err)
+		}
+		return lns, nil
+	}
+	addrs, name := w.addrs()
+	lns, err := exporter.Listen(addrs)
+	if err != nil {
+		return nil, usageErr("%s %v: give a free host:port such as %s", name, err, exporter.DefaultListen)
+	}
+	return lns, nil
 }

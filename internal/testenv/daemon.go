@@ -99,6 +99,12 @@ func (d *Daemon) Stop() error {
 // timeout or when the daemon exits.
 func (d *Daemon) WaitReady(t testing.TB, url string, timeout time.Duration) {
 	t.Helper()
+	d.WaitReadyWith(t, http.DefaultClient, url, timeout)
+}
+
+// WaitReadyWith is WaitReady asking with client (HTTPS, credentials).
+func (d *Daemon) WaitReadyWith(t testing.TB, client *http.Client, url string, timeout time.Duration) {
+	t.Helper()
 	var last string
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		select {
@@ -106,7 +112,7 @@ func (d *Daemon) WaitReady(t testing.TB, url string, timeout time.Duration) {
 			t.Fatalf("%s exited: %v\n%s", d.name, d.err, d.Output())
 		default:
 		}
-		resp, err := http.Get(url)
+		resp, err := client.Get(url)
 		if err != nil {
 			last = err.Error()
 			continue
@@ -125,9 +131,21 @@ func (d *Daemon) WaitReady(t testing.TB, url string, timeout time.Duration) {
 // ...), and returns it and its address once /readyz answers.
 func StartExporter(t testing.TB, bin string, flags ...string) (*Daemon, string) {
 	t.Helper()
+	return startExporter(t, bin, "http", http.DefaultClient, flags)
+}
+
+// StartExporterTLS is StartExporter serving HTTPS with basic auth as w's
+// web configuration says (--web.config.file).
+func StartExporterTLS(t testing.TB, bin string, w WebTLS, flags ...string) (*Daemon, string) {
+	t.Helper()
+	return startExporter(t, bin, "https", w.Client(true), append([]string{"--web.config.file", w.ConfigFile}, flags...))
+}
+
+func startExporter(t testing.TB, bin, scheme string, client *http.Client, flags []string) (*Daemon, string) {
+	t.Helper()
 	addr := FreeAddr(t)
-	args := append([]string{"exporter", "--listen", addr, "--scan-interval", "500ms"}, flags...)
+	args := append([]string{"exporter", "--web.listen-address", addr, "--scan-interval", "500ms"}, flags...)
 	d := StartDaemon(t, "cfsprobe exporter", exec.Command(bin, args...))
-	d.WaitReady(t, "http://"+addr+"/readyz", 30*time.Second)
+	d.WaitReadyWith(t, client, scheme+"://"+addr+"/readyz", 30*time.Second)
 	return d, addr
 }

@@ -40,10 +40,15 @@ type serviceMonitor struct {
 		} `json:"namespaceSelector,omitempty"`
 		JobLabel  string `json:"jobLabel,omitempty"`
 		Endpoints []struct {
-			Port          string `json:"port"`
-			Path          string `json:"path,omitempty"`
-			Interval      string `json:"interval,omitempty"`
-			ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
+			Port   string `json:"port"`
+			Path   string `json:"path,omitempty"`
+			Scheme string `json:"scheme,omitempty"`
+			// SafeTLSConfig and BasicAuth: Secret references, checked
+			// on a real API server by the CRD's schema (test/kubernetes).
+			TLSConfig     map[string]any `json:"tlsConfig,omitempty"`
+			BasicAuth     map[string]any `json:"basicAuth,omitempty"`
+			Interval      string         `json:"interval,omitempty"`
+			ScrapeTimeout string         `json:"scrapeTimeout,omitempty"`
 			Relabelings   []struct {
 				SourceLabels []string `json:"sourceLabels,omitempty"`
 				Separator    string   `json:"separator,omitempty"`
@@ -82,6 +87,12 @@ func newObject(apiVersion, kind string) any {
 		return &rbacv1.ClusterRoleBinding{}
 	case "monitoring.coreos.com/v1/ServiceMonitor":
 		return &serviceMonitor{}
+	case "monitoring.coreos.com/v1/PrometheusRule":
+		return &prometheusRule{}
+	case "v1/Secret":
+		return &corev1.Secret{}
+	case "v1/ConfigMap":
+		return &corev1.ConfigMap{}
 	}
 	return nil
 }

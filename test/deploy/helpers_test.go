@@ -53,13 +53,17 @@ var docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
 // only comments and blank lines.
 func splitYAML(t *testing.T, p string) []yamlDoc {
 	t.Helper()
-	b := readFile(t, p)
+	return splitDocs(p, readFile(t, p))
+}
+
+// splitDocs is splitYAML of b, named name.
+func splitDocs(name string, b []byte) []yamlDoc {
 	var docs []yamlDoc
 	start, line := 0, 1
 	add := func(end int) {
 		text := b[start:end]
 		if hasContent(text) {
-			docs = append(docs, yamlDoc{File: p, Line: line, Text: text})
+			docs = append(docs, yamlDoc{File: name, Line: line, Text: text})
 		}
 	}
 	for _, m := range docSep.FindAllIndex(b, -1) {

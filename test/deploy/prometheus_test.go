@@ -92,7 +92,9 @@ const (
 	controlWatch = 30 * time.Second
 )
 
-// TestPrometheusStack is Must show 4 with real components: with a
+// TestPrometheusStack is issue 12's Must show 4 with real components, and
+// issue 13's Must show 1: Prometheus scrapes the exporter over TLS with
+// basic auth (checkScrapeSecurity), and with a
 // throttled container running CFSProbeCPULimitTooLow fires (and
 // CFSProbeLongThrottlingStalls), read from /api/v1/alerts, with the
 // container's name; nothing fires about the well-sized one; every rule
@@ -106,9 +108,11 @@ func TestPrometheusStack(t *testing.T) {
 	d := dockerd.Start(t)
 	d.Image(t)
 	bin := imageBinary(t)
-	exporter, expAddr := testenv.StartExporter(t, bin, "--cgroup-root", "/sys/fs/cgroup", "--docker-host", d.Host())
-	prom := startPrometheus(t, promBin, expAddr, shortRules(t))
-	t.Logf("setup (dockerd, make image, exporter, prometheus): %.1fs", time.Since(begin).Seconds())
+	web := testenv.NewWebTLS(t)
+	exporter, expAddr := testenv.StartExporterTLS(t, bin, web, "--cgroup-root", "/sys/fs/cgroup", "--docker-host", d.Host())
+	prom := startPrometheus(t, promBin, expAddr, web, shortRules(t))
+	t.Logf("setup (dockerd, make image, exporter over TLS with basic auth, prometheus): %.1fs", time.Since(begin).Seconds())
+	checkScrapeSecurity(t, prom)
 
 	aggressive := runBursty(t, d, aggressiveName, "0.1")
 	control := runBursty(t, d, controlName, "1.0")
@@ -455,4 +459,55 @@ func checkDashboardQueries(t *testing.T, prom *prometheus) {
 		t.Errorf("dashboard %s returned no data within %v: %s", q.where, dataTimeout, oneLine(q.expr))
 	}
 	t.Logf("dashboard: %d of %d queries (%d variables, %d panel targets) returned data", len(qs)-len(pending), len(qs), nvars, len(qs)-nvars)
+}
+
+// checkScrapeSecurity is issue 13's Must show 1 as Prometheus sees it:
+// its scrapes of the exporter over TLS with basic auth succeed and bring
+// the exporter's series; those without credentials are refused with 401;
+// those over plain HTTP fail.
+func checkScrapeSecurity(t *testing.T, prom *prometheus) {
+	t.Helper()
+	want := map[string]struct {
+		health promv1.HealthStatus
+		err    string // in the target's last error
+	}{
+		exporterJob:      {promv1.HealthGood, ""},
+		noCredentialsJob: {promv1.HealthBad, "401 Unauthorized"},
+		plainHTTPJob:     {promv1.HealthBad, "400 Bad Request"},
+	}
+	seen := map[string]promv1.ActiveTarget{}
+	for deadline := time.Now().Add(seriesDelay); len(seen) < len(want) && time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		r, err := prom.targets()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range r.Active {
+			if _, ok := want[tg.ScrapePool]; ok && tg.Health != promv1.HealthUnknown {
+				seen[tg.ScrapePool] = tg
+			}
+		}
+	}
+	for job, w := range want {
+		tg, ok := seen[job]
+		if !ok {
+			t.Errorf("job %s: no scrape within %v", job, seriesDelay)
+			continue
+		}
+		t.Logf("job %s: %s %s: health %s, last error %q", job, tg.ScrapeURL, tg.Labels["instance"], tg.Health, tg.LastError)
+		if tg.Health != w.health || !strings.Contains(tg.LastError, w.err) || (w.err == "") != (tg.LastError == "") {
+			t.Errorf("job %s: health %s, last error %q; want %s and an error with %q", job, tg.Health, tg.LastError, w.health, w.err)
+		}
+	}
+	v, err := prom.query(fmt.Sprintf(`count({job=%q, __name__=~"cfsprobe_.+"})`, exporterJob))
+	if err != nil || len(v) != 1 || v[0].Value < 1 {
+		t.Errorf("series of the exporter scraped over TLS: %v %v", v, err)
+	} else {
+		t.Logf("Prometheus holds %v cfsprobe_* series scraped over TLS with basic auth", v[0].Value)
+	}
+	for _, job := range []string{noCredentialsJob, plainHTTPJob} {
+		v, err := prom.query(fmt.Sprintf(`count({job=%q, __name__=~"cfsprobe_.+"}) or vector(0)`, job))
+		if err != nil || len(v) != 1 || v[0].Value != 0 {
+			t.Errorf("job %s scraped cfsprobe_* series: %v %v", job, v, err)
+		}
+	}
 }

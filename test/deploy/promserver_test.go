@@ -72,18 +72,32 @@ type prometheus struct {
 	api promv1.API
 }
 
+// Jobs of the stack test's Prometheus besides exporterJob: they scrape
+// the same exporter without credentials and without TLS, and must fail.
+const (
+	noCredentialsJob = "cfsprobe-exporter-no-credentials"
+	plainHTTPJob     = "cfsprobe-exporter-plain-http"
+)
+
 // startPrometheus starts Prometheus on a free loopback port with its
 // storage in a temporary directory, scraping the exporter at exporterAddr
-// as job cfsprobe-exporter (labelled with this host's name as node, as
+// over TLS with basic auth as web's user (trusting web's CA) as job
+// cfsprobe-exporter (labelled with this host's name as node, as
 // exporter-servicemonitor.yaml's relabeling does) every promInterval, and
-// evaluating rules (a rule file's contents) as often.
-func startPrometheus(t *testing.T, bin, exporterAddr string, rules []byte) *prometheus {
+// evaluating rules (a rule file's contents) as often. It also scrapes the
+// exporter as noCredentialsJob (TLS, no basic auth) and plainHTTPJob.
+func startPrometheus(t *testing.T, bin, exporterAddr string, web testenv.WebTLS, rules []byte) *prometheus {
 	t.Helper()
 	dir := t.TempDir()
 	host, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
 	}
+	targets := []any{map[string]any{
+		"targets": []string{exporterAddr},
+		"labels":  map[string]string{"node": host},
+	}}
+	tlsConfig := map[string]any{"ca_file": web.CAFile}
 	cfg := map[string]any{
 		"global": map[string]any{
 			"scrape_interval":     promInterval,
@@ -91,13 +105,17 @@ func startPrometheus(t *testing.T, bin, exporterAddr string, rules []byte) *prom
 			"evaluation_interval": promInterval,
 		},
 		"rule_files": []string{"rules.yaml"},
-		"scrape_configs": []any{map[string]any{
-			"job_name": exporterJob,
-			"static_configs": []any{map[string]any{
-				"targets": []string{exporterAddr},
-				"labels":  map[string]string{"node": host},
-			}},
-		}},
+		"scrape_configs": []any{
+			map[string]any{
+				"job_name":       exporterJob,
+				"scheme":         "https",
+				"tls_config":     tlsConfig,
+				"basic_auth":     map[string]any{"username": web.User, "password": web.Password},
+				"static_configs": targets,
+			},
+			map[string]any{"job_name": noCredentialsJob, "scheme": "https", "tls_config": tlsConfig, "static_configs": targets},
+			map[string]any{"job_name": plainHTTPJob, "scheme": "http", "static_configs": targets},
+		},
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -168,3 +186,9 @@ func (p *prometheus) rules() (promv1.RulesResult, error) {
 
 // oneLine shortens an expression for messages.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (p *prometheus) targets() (promv1.TargetsResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	return p.api.Targets(ctx)
+}

@@ -1,11 +1,13 @@
 // Package kubernetes runs deploy/kubernetes/ on a real single-node
 // Kubernetes cluster that the test starts (node_test.go): the exporter
 // DaemonSet, the check Jobs and DaemonSet, and a CPU-limited pod that the
-// exporter and `cfsprobe top` must show throttled by its names.
+// exporter and `cfsprobe top` must show throttled by its names; then the
+// chart deploy/helm/cfsprobe in its place, with TLS and basic auth
+// (helm_test.go).
 //
 // The node's binaries are built once per machine by `make k8s-bins`
-// (test/kubernetes/build); without them the test skips, or fails under
-// CFSPROBE_REQUIRE_CGROUPS=1.
+// (test/kubernetes/build), helm by `make helm-bin` (test/helm/build);
+// without them the test skips, or fails under CFSPROBE_REQUIRE_CGROUPS=1.
 package kubernetes
 
 import (
@@ -119,6 +121,10 @@ func TestKubernetes(t *testing.T) {
 	if strings.Contains(logs, "kubernetes https://") || strings.Contains(logs, "paths only") {
 		t.Errorf("the exporter logged that a source of names did not answer")
 	}
+
+	// The chart, in place of the manifests' exporter (the same names).
+	n.delete(t, "exporter-daemonset.yaml")
+	t.Run("helm chart", func(t *testing.T) { checkHelmChart(t, n) })
 	t.Logf("test wall time so far %.1f s", time.Since(wall).Seconds())
 }
 
@@ -257,13 +263,13 @@ spec:
 	key := `cgroup="` + cgroup + `"`
 	var first exposition
 	if err := n.waitFor(30*time.Second, "the exporter listing "+cgroup, func() (bool, error) {
-		first = scrape(t, url)
+		first = scrape(t, nil, url)
 		return first.find("cfsprobe_cpu_periods_total", key) != "", nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(4 * time.Second)
-	second := scrape(t, url)
+	second := scrape(t, nil, url)
 	periods := second.value("cfsprobe_cpu_periods_total", key) - first.value("cfsprobe_cpu_periods_total", key)
 	throttled := second.value("cfsprobe_cpu_throttled_periods_total", key) - first.value("cfsprobe_cpu_throttled_periods_total", key)
 	t.Logf("/metrics of %s over 4 s: %g periods, %g throttled", cgroup, periods, throttled)
@@ -316,7 +322,7 @@ func checkStaticPod(t *testing.T, n *Node, exp pod) {
 	want := `pod_name="` + name + `"`
 	var info string
 	if err := n.waitFor(30*time.Second, "the exporter naming the static pod", func() (bool, error) {
-		for _, l := range scrape(t, url) {
+		for _, l := range scrape(t, nil, url) {
 			if strings.HasPrefix(l, "cfsprobe_cgroup_info{") && strings.Contains(l, `pod_uid="`+hash+`"`) && strings.Contains(l, `container_name="`+staticCtr+`"`) {
 				info = l
 			}
@@ -516,9 +522,12 @@ func (n *Node) waitJob(t *testing.T, namespace, name string, timeout time.Durati
 // exposition is a scrape's text, by line.
 type exposition []string
 
-func scrape(t *testing.T, url string) exposition {
+// scrape GETs url with c (nil: plain HTTP) and returns the exposition.
+func scrape(t *testing.T, c *http.Client, url string) exposition {
 	t.Helper()
-	c := &http.Client{Timeout: 10 * time.Second}
+	if c == nil {
+		c = &http.Client{Timeout: 10 * time.Second}
+	}
 	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatalf("scrape the exporter: %v", err)

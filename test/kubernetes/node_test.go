@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -213,7 +212,7 @@ func (n *Node) start(t testing.TB) error {
 		{"controller-manager", "system:kube-controller-manager", nil, nil, nil},
 		{"scheduler", "system:kube-scheduler", nil, nil, nil},
 	} {
-		if err := p.issue(c.name, c.cn, c.orgs, c.ips, c.dns); err != nil {
+		if err := p.Issue(c.name, c.cn, c.orgs, c.ips, c.dns); err != nil {
 			return err
 		}
 	}
@@ -256,14 +255,14 @@ func (n *Node) start(t testing.TB) error {
 	if err := n.run(t, "kube-apiserver", "kube-apiserver",
 		"--etcd-servers", etcdURL,
 		"--bind-address", apiIP, "--advertise-address", apiIP, "--secure-port", "443",
-		"--tls-cert-file", p.path("apiserver", "crt"), "--tls-private-key-file", p.path("apiserver", "key"),
-		"--client-ca-file", p.path("ca", "crt"),
-		"--kubelet-client-certificate", p.path("apiserver-kubelet-client", "crt"),
-		"--kubelet-client-key", p.path("apiserver-kubelet-client", "key"),
+		"--tls-cert-file", p.Path("apiserver", "crt"), "--tls-private-key-file", p.Path("apiserver", "key"),
+		"--client-ca-file", p.Path("ca", "crt"),
+		"--kubelet-client-certificate", p.Path("apiserver-kubelet-client", "crt"),
+		"--kubelet-client-key", p.Path("apiserver-kubelet-client", "key"),
 		"--kubelet-preferred-address-types", "InternalIP",
 		"--service-cluster-ip-range", serviceCIDR,
-		"--service-account-key-file", filepath.Join(p.dir, "sa.pub"),
-		"--service-account-signing-key-file", filepath.Join(p.dir, "sa.key"),
+		"--service-account-key-file", filepath.Join(p.Dir, "sa.pub"),
+		"--service-account-signing-key-file", filepath.Join(p.Dir, "sa.key"),
 		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 		"--authorization-mode", "Node,RBAC",
 		"--enable-admission-plugins", "NodeRestriction",
@@ -280,8 +279,8 @@ func (n *Node) start(t testing.TB) error {
 		"--kubeconfig", filepath.Join(n.Dir, "controller-manager.kubeconfig"),
 		"--authentication-kubeconfig", filepath.Join(n.Dir, "controller-manager.kubeconfig"),
 		"--authorization-kubeconfig", filepath.Join(n.Dir, "controller-manager.kubeconfig"),
-		"--service-account-private-key-file", filepath.Join(p.dir, "sa.key"),
-		"--root-ca-file", p.path("ca", "crt"),
+		"--service-account-private-key-file", filepath.Join(p.Dir, "sa.key"),
+		"--root-ca-file", p.Path("ca", "crt"),
 		"--use-service-account-credentials=true", "--leader-elect=false",
 		"--bind-address", "127.0.0.1", "--secure-port", "0", "--profiling=false", "--v=1"); err != nil {
 		return err
@@ -344,7 +343,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 staticPodPath: %[6]s
-`, apiIP, freePort(), n.CRI, filepath.Join(n.Dir, "pod-logs"), p.path("ca", "crt"), filepath.Join(kdir, "manifests"))
+`, apiIP, freePort(), n.CRI, filepath.Join(n.Dir, "pod-logs"), p.Path("ca", "crt"), filepath.Join(kdir, "manifests"))
 	if err := os.WriteFile(filepath.Join(kdir, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		return err
 	}
@@ -562,15 +561,13 @@ func (n *Node) waitFor(timeout time.Duration, what string, cond func() (bool, er
 // httpClient is an HTTPS client that trusts the node's CA and presents
 // name's certificate.
 func (p *pki) httpClient(name string) (*http.Client, error) {
-	cert, err := tls.LoadX509KeyPair(p.path(name, "crt"), p.path(name, "key"))
+	cert, err := tls.LoadX509KeyPair(p.Path(name, "crt"), p.Path(name, "key"))
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(p.ca)
 	return &http.Client{
 		Timeout:   10 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}},
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.Pool(), Certificates: []tls.Certificate{cert}}},
 	}, nil
 }
 
