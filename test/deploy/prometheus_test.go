@@ -266,6 +266,12 @@ func waitAlert(prom *prometheus, timeout time.Duration, ok func(promv1.Alert) bo
 // Prometheus: the exporter's walk (500 ms) and a scrape (1 s), with margin.
 const seriesDelay = 5 * time.Second
 
+// firstScrapeDelay bounds the wait for Prometheus's first scrape of each
+// job after it started: its scrape manager takes in discovered targets
+// (static ones too) on a 5 s tick, so for up to 5 s it has none, and then
+// a scrape interval more.
+const firstScrapeDelay = 15 * time.Second
+
 // logSeed003Runs logs, for each container, seed 003's table row over its
 // life so far (less seriesDelay), from Prometheus: CPU used, throttle
 // rate, time throttled.
@@ -476,11 +482,13 @@ func checkScrapeSecurity(t *testing.T, prom *prometheus) {
 		plainHTTPJob:     {promv1.HealthBad, "400 Bad Request"},
 	}
 	seen := map[string]promv1.ActiveTarget{}
-	for deadline := time.Now().Add(seriesDelay); len(seen) < len(want) && time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+	var last promv1.TargetsResult
+	for deadline := time.Now().Add(firstScrapeDelay); len(seen) < len(want) && time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 		r, err := prom.targets()
 		if err != nil {
 			t.Fatal(err)
 		}
+		last = r
 		for _, tg := range r.Active {
 			if _, ok := want[tg.ScrapePool]; ok && tg.Health != promv1.HealthUnknown {
 				seen[tg.ScrapePool] = tg
@@ -490,7 +498,7 @@ func checkScrapeSecurity(t *testing.T, prom *prometheus) {
 	for job, w := range want {
 		tg, ok := seen[job]
 		if !ok {
-			t.Errorf("job %s: no scrape within %v", job, seriesDelay)
+			t.Errorf("job %s: no scrape within %v; the targets: %+v", job, firstScrapeDelay, last)
 			continue
 		}
 		t.Logf("job %s: %s %s: health %s, last error %q", job, tg.ScrapeURL, tg.Labels["instance"], tg.Health, tg.LastError)
