@@ -123,8 +123,9 @@ type Model struct {
 	DemandFrom      string  `json:"demand_from"`
 	Parallelism     int     `json:"parallelism"`
 	ParallelismFrom string  `json:"parallelism_from"`
-	// DemandCPUs is the replay's demand averaged over the trace, in
-	// CPUs; UsedCPUs what the trace used.
+	// DemandCPUs is the replay's demand averaged over its timeline (the
+	// trace's, less the stalls the closed method cut out), in CPUs;
+	// UsedCPUs what the trace used over the trace.
 	DemandCPUs float64 `json:"demand_cpus"`
 	UsedCPUs   float64 `json:"used_cpus"`
 	// ThrottledPeriods of the trace: its demand there is censored (a
@@ -293,8 +294,10 @@ func newRun(in Input, opt Options) (*run, error) {
 			Periods: len(tr.Periods)},
 	}
 	if span := tr.Periods[len(tr.Periods)-1].EndNs - tr.Periods[0].StartNs; span > 0 {
-		g.Model.DemandCPUs = float64(rec.DemandNs) / float64(span)
 		g.Model.UsedCPUs = float64(rec.UsageNs) / float64(span)
+	}
+	if rec.SpanNs > 0 {
+		g.Model.DemandCPUs = float64(rec.DemandNs) / float64(rec.SpanNs)
 	}
 	for _, pd := range tr.Periods {
 		if pd.Throttled {
@@ -410,11 +413,7 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 		// run's own overhead, a little more demand than recorded)
 		// drains the allowance too (burst's no-burst scenario at 0.15
 		// CPUs + 15ms for 0.148 CPUs of demand: 1 of 41 periods
-		// throttled in two runs in a row). And the average is itself an
-		// estimate: replayed from a throttled recording of that
-		// scenario it came out at 0.143 CPUs where the unlimited rerun
-		// used 0.150, and at 0.15 CPUs + 15ms the reruns were throttled
-		// in 2.4 % and 4.8 % of periods. The quota is at least
+		// throttled in two runs in a row): the quota is at least
 		// burstSlack above the average.
 		floor := r.g.Model.DemandCPUs * (1 + burstSlack)
 		lo = max(lo, int64(math.Ceil(floor*1000/float64(r.step)))*r.step)
@@ -458,9 +457,9 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 const threadSlack = 0.05
 
 // burstSlack is how far above the group's average demand a quota with
-// burst is set, at least: the replay's error on the average (5 % seen)
-// and the host's noise (as much again), with room to spare.
-const burstSlack = 0.15
+// burst is set, at least: room for the host's noise (the same workload's
+// CPU time differs by a few percent from run to run).
+const burstSlack = 0.10
 
 // maxRetries bounds how often search looks above a point whose
 // neighbour failed.

@@ -267,6 +267,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		Source: opt.Source, Workload: tr.Spec.Workload, Limits: tr.Limits, Periods: len(tr.Periods), UsageNs: int64(used),
 		Demand: string(method), DemandFrom: from, Parallelism: par, ParallelismFrom: parFrom,
 		Scale: scale, DemandNs: int64(demanded),
+		SpanNs: int64(ps[len(ps)-1].start + ps[len(ps)-1].length - cut),
 	}
 	return d, rec, nil
 }
