@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -314,24 +313,49 @@ func newRun(in Input, opt Options) (*run, error) {
 // demandOf is the replay's method for a trace: its workload's, when its
 // flags say (sim.TraceDemand: "params"); else, for a command or a
 // recorded group, which replay takes for a service (open), what its
-// throttled stretches show. A stretch that ended, the group running
-// unthrottled again, did all its work: what it used is its work, only
-// delayed (closed; open would count the work it caught up with twice).
-// A stretch that lasted to the end of the trace never caught up: the
-// group would have run all along (timed). The trace's last period does
-// not count: the end of the run or the recording cuts it short (a
-// command throttled until it exits is not throttled in the part of a
-// period it lived). Without throttling every method replays the usage
-// as it was (open).
+// throttled stretches (runs of throttled periods) show. A stretch that
+// ended, the group running unthrottled again, did all its work: what it
+// used is its work, only delayed (closed; open would count the work it
+// caught up with twice). A stretch still going at the end of the trace
+// (its last or last but one period throttled: the end cuts the last one
+// short) is the end's doing when the group caught up from a stretch as
+// long before (a burst under a tight limit, recorded in the middle of
+// one), so closed still; when it is longer than every stretch that ended,
+// or none ended, the group never caught up and would have run all along
+// (timed). Without throttling every method replays the usage as it was
+// (open).
 func demandOf(tr *trace.Trace) (sim.Demand, string) {
 	if d, from := sim.TraceDemand(tr.Spec); from == "params" {
 		return d, from
 	}
-	ps := tr.Periods
+	// The throttled stretches, as [first, end) indices of periods.
+	var runs [][2]int
+	for i, p := range tr.Periods {
+		switch {
+		case !p.Throttled:
+		case len(runs) > 0 && runs[len(runs)-1][1] == i:
+			runs[len(runs)-1][1]++
+		default:
+			runs = append(runs, [2]int{i, i + 1})
+		}
+	}
+	var last, longestEnded int // in periods
+	for i, r := range runs {
+		if i == len(runs)-1 && r[1] >= len(tr.Periods)-1 {
+			last = r[1] - r[0]
+		} else {
+			longestEnded = max(longestEnded, r[1]-r[0])
+		}
+	}
 	switch {
-	case len(ps) > 0 && ps[len(ps)-1].Throttled, len(ps) > 1 && ps[len(ps)-2].Throttled:
-		return sim.DemandTimed, "a throttled stretch lasted to the trace's end"
-	case slices.ContainsFunc(ps, func(p trace.Period) bool { return p.Throttled }):
+	case last > 0 && last > longestEnded:
+		if longestEnded == 0 {
+			return sim.DemandTimed, "a throttled stretch lasted to the trace's end, and none ended"
+		}
+		return sim.DemandTimed, fmt.Sprintf("a throttled stretch lasted to the trace's end, longer than any that ended (%d periods, against %d)", last, longestEnded)
+	case last > 0:
+		return sim.DemandClosed, fmt.Sprintf("every throttled stretch ended but the one the trace's end cut (%d periods, no longer than one that ended: %d)", last, longestEnded)
+	case longestEnded > 0:
 		return sim.DemandClosed, "every throttled stretch ended"
 	}
 	return sim.DemandOpen, "no throttled period"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -399,12 +400,66 @@ func TestDemandOfRecordings(t *testing.T) {
 	if d, _ := demandOf(tight); d != sim.DemandClosed {
 		t.Errorf("stretches that ended: %s, want closed", d)
 	}
+	// Cut in its last stretch: the end cut a stretch no longer than
+	// those that ended.
 	cut := *tight
+	cut.Periods = slices.Clone(cut.Periods)
 	for len(cut.Periods) > 0 && !cut.Periods[len(cut.Periods)-1].Throttled {
 		cut.Periods = cut.Periods[:len(cut.Periods)-1]
 	}
-	if d, _ := demandOf(&cut); d != sim.DemandTimed {
-		t.Errorf("a stretch to the end: %s, want timed", d)
+	if d, why := demandOf(&cut); d != sim.DemandClosed {
+		t.Errorf("a stretch to the end no longer than one that ended: %s (%s), want closed", d, why)
+	}
+	// Throttled from there on, for longer than any stretch that ended:
+	// it never caught up.
+	for i := 0; i < 30; i++ {
+		p := cut.Periods[len(cut.Periods)-1]
+		p.StartNs, p.EndNs = p.EndNs, 2*p.EndNs-p.StartNs
+		cut.Periods = append(cut.Periods, p)
+	}
+	if d, why := demandOf(&cut); d != sim.DemandTimed {
+		t.Errorf("a stretch to the end longer than any that ended: %s (%s), want timed", d, why)
+	}
+	// Throttled in every period: none ended.
+	all := *tight
+	all.Periods = slices.Clone(all.Periods[:5])
+	for i := range all.Periods {
+		all.Periods[i].Throttled = true
+	}
+	if d, why := demandOf(&all); d != sim.DemandTimed {
+		t.Errorf("throttled in every period: %s (%s), want timed", d, why)
+	}
+	a, err := Recommend(Input{Name: "free", Trace: free}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Recommend(Input{Name: "tight", Trace: tight}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded unlimited: %s; under 0.2 CPU: %s", a.Recommended.Setting, b.Recommended.Setting)
+	if x, y := reservedOf(a), reservedOf(b); math.Abs(x-y) > 0.15*x {
+		t.Errorf("recorded: %s from the unlimited trace, %s from the throttled one: want within 15%%", a.Recommended.Setting, b.Recommended.Setting)
+	}
+}
+
+// Must show 3 for one thread that burns 120 ms of CPU once a second,
+// recorded (its program unknown) unlimited and under 0.2 CPU: there
+// each burst takes six periods, and the recording ends in the middle of
+// one. That end is the recording's, not a group that never caught up, so
+// the replay is closed and the two recommendations agree within 15 %.
+func TestCensoredRecordingEndsMidStretch(t *testing.T) {
+	recorded := func(name string) *trace.Trace {
+		tr := readFixture(t, name)
+		tr.Spec = trace.Spec{Workload: "recorded"}
+		return tr
+	}
+	free, tight := recorded("bursty-1-thread-120ms-per-second-unlimited"), recorded("bursty-1-thread-120ms-per-second-0.2cpu")
+	if n := len(tight.Periods); !tight.Periods[n-1].Throttled && !tight.Periods[n-2].Throttled {
+		t.Fatal("the tight recording does not end in a throttled stretch: not the case under test")
+	}
+	if d, why := demandOf(tight); d != sim.DemandClosed {
+		t.Errorf("demand %s (%s), want closed", d, why)
 	}
 	a, err := Recommend(Input{Name: "free", Trace: free}, Options{})
 	if err != nil {
