@@ -204,14 +204,14 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	if parFrom != "stopped_cpus" && parFrom != "running_cpus" || most == 0 {
 		most = float64(par)
 	}
-	cpus := func(c float64) float64 { return min(wholeCPUs(c), most) }
+	cpus := func(c float64) float64 { return min(trace.WholeCPUs(c), most) }
 	if lanes := math.Ceil(float64(par) * scale); lanes > MaxReplayLanes {
 		return demand{}, nil, fmt.Errorf("parallelism %d × scale %v needs %v simulated threads, more than %d", par, scale, lanes, MaxReplayLanes)
 	}
 
 	d := demand{method: method, bursts: make([]burst, 0, len(ps))}
 	var backlog, cut, demanded, used time.Duration
-	for _, p := range ps {
+	for i, p := range ps {
 		used += p.usage
 		b := burst{at: p.start, work: p.usage, par: cpus(max(float64(par), p.running))}
 		if p.stall > 0 {
@@ -231,7 +231,8 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		case DemandOpen:
 			served := min(backlog, b.work)
 			backlog -= served
-			missed := time.Duration(cpus(p.running) * float64(p.stall))
+			// The period's demand beyond its usage (trace.Period.Demand).
+			missed := tr.Periods[i].Demand(most) - p.usage
 			backlog += missed
 			b.work += missed - served
 			if p.stall == 0 && p.running < float64(par) {
@@ -273,31 +274,19 @@ type period struct {
 	blurred bool
 }
 
-// readPeriods reads the periods, times from the first one's start, and
-// fills what traces written before a field existed lack: the stall from
-// the throttled time, the running CPUs from the usage.
+// readPeriods reads the periods, times from the first one's start, with
+// the stall, stopped and running CPUs as trace.Period works them out
+// (also for traces written before a field existed).
 func readPeriods(tr *trace.Trace) ([]period, error) {
 	t0 := tr.Periods[0].StartNs
 	out := make([]period, len(tr.Periods))
 	for i, tp := range tr.Periods {
-		p := period{start: time.Duration(tp.StartNs - t0), length: time.Duration(tp.EndNs - tp.StartNs),
-			usage: time.Duration(max(tp.UsageNs, 0)), stopped: tp.StoppedCPUs, blurred: tp.Blurred}
+		p := period{start: time.Duration(tp.StartNs - t0), length: tp.Length(),
+			usage: time.Duration(max(tp.UsageNs, 0)), stall: tp.Stall(), stopped: tp.Stopped(),
+			running: tp.Running(), blurred: tp.Blurred}
 		if p.length <= 0 {
 			return nil, fmt.Errorf("period %d (start_ns %d) ends at %d, not after its start", i, tp.StartNs, tp.EndNs)
 		}
-		if tp.Throttled {
-			p.stall = time.Duration(tp.StallNs)
-			if p.stall == 0 && tp.ThrottledNs > 0 {
-				p.stall = time.Duration(tp.ThrottledNs / int64(max(tp.StoppedCPUs, 1)))
-			}
-			// Keep a moment of running, so that the running CPUs stay
-			// finite.
-			p.stall = min(p.stall, p.length-p.length/100)
-			p.stopped = max(p.stopped, 1)
-		} else {
-			p.stopped = 0
-		}
-		p.running = float64(p.usage) / float64(p.length-p.stall)
 		out[i] = p
 	}
 	return out, nil
@@ -340,7 +329,7 @@ func parallelism(tr *trace.Trace, ps []period) (int, string) {
 	if stopped > 0 {
 		return bound(stopped), "stopped_cpus"
 	}
-	return bound(int(math.Ceil(wholeCPUs(running)))), "running_cpus"
+	return bound(int(math.Ceil(trace.WholeCPUs(running)))), "running_cpus"
 }
 
 // traceCPUs is the number of CPUs a trace's group could use: its
@@ -361,20 +350,6 @@ func traceCPUs(tr *trace.Trace) int {
 // thread burning without a pause ran 0.78 to 0.99 CPUs under 0.3 CPU,
 // and one that slept 50 ms in the period 0.35.
 const busyShare = 0.5
-
-// cpuSlack is how far above a whole number of CPUs a figure of running
-// CPUs is still taken for that number: a reading a little late is not
-// one more CPU.
-const cpuSlack = 0.1
-
-// wholeCPUs takes running CPUs within cpuSlack above a whole number for
-// that number.
-func wholeCPUs(cpus float64) float64 {
-	if w := math.Floor(cpus); w >= 1 && cpus-w < cpuSlack {
-		return w
-	}
-	return cpus
-}
 
 // threads are the lanes that replay the bursts.
 func (d demand) threads() []Thread {

@@ -1,0 +1,95 @@
+package trace
+
+import (
+	"math"
+	"time"
+)
+
+// A period's demand: what the group wanted of the CPU in it, which its
+// usage shows only when it was not throttled. docs/trace.md ("Demand")
+// defines it; the simulator's replay (open demand) and the exporter's
+// cfsprobe_period_demand_cpus read it here.
+
+// Stopped is the number of CPUs the kernel stopped in the period: at
+// least one when it was throttled (a trace written before stopped_cpus
+// was recorded says 0), 0 when it was not.
+func (p Period) Stopped() int {
+	if !p.Throttled {
+		return 0
+	}
+	return max(p.StoppedCPUs, 1)
+}
+
+// Stall is the wall time the group stood still in the period: StallNs,
+// or in a trace written before it was recorded ThrottledNs over the
+// stopped CPUs; at most 99 % of the period, so that the group keeps a
+// moment of running and its running CPUs stay finite; 0 when it was not
+// throttled.
+func (p Period) Stall() time.Duration {
+	if !p.Throttled {
+		return 0
+	}
+	s := time.Duration(p.StallNs)
+	if s == 0 && p.ThrottledNs > 0 {
+		s = time.Duration(p.ThrottledNs / int64(p.Stopped()))
+	}
+	length := p.Length()
+	return max(min(s, length-length/100), 0)
+}
+
+// Length is the period's length (EndNs − StartNs).
+func (p Period) Length() time.Duration { return time.Duration(p.EndNs - p.StartNs) }
+
+// Running is the CPUs the group kept busy on average while it was not
+// stopped: its usage over the period less its stall (0 for a period
+// without length).
+func (p Period) Running() float64 {
+	run := p.Length() - p.Stall()
+	if run <= 0 {
+		return 0
+	}
+	return float64(max(p.UsageNs, 0)) / float64(run)
+}
+
+// Demand is the CPU time the group wanted in the period: its usage, and
+// in a throttled period also the work of the time it stood still at the
+// CPUs it kept busy while it ran (Running × Stall), those CPUs taken as
+// WholeCPUs does and at most maxCPUs (0 or less: no bound; the CPUs the
+// group could use). A throttled period's usage is a lower bound of what
+// the group wanted; this is the estimate that assumes its work kept
+// coming while it stood still.
+func (p Period) Demand(maxCPUs float64) time.Duration {
+	usage := time.Duration(max(p.UsageNs, 0))
+	s := p.Stall()
+	if s == 0 {
+		return usage
+	}
+	cpus := WholeCPUs(p.Running())
+	if maxCPUs > 0 {
+		cpus = min(cpus, maxCPUs)
+	}
+	return usage + time.Duration(cpus*float64(s))
+}
+
+// DemandCPUs is Demand in CPUs: divided by the period's length (0 for a
+// period without length).
+func (p Period) DemandCPUs(maxCPUs float64) float64 {
+	if p.Length() <= 0 {
+		return 0
+	}
+	return float64(p.Demand(maxCPUs)) / float64(p.Length())
+}
+
+// CPUSlack is how far above a whole number of CPUs a figure of running
+// CPUs is still taken for that number: a reading a little late is not
+// one more CPU.
+const CPUSlack = 0.1
+
+// WholeCPUs takes running CPUs within CPUSlack above a whole number (at
+// least 1) for that number.
+func WholeCPUs(cpus float64) float64 {
+	if w := math.Floor(cpus); w >= 1 && cpus-w < CPUSlack {
+		return w
+	}
+	return cpus
+}
