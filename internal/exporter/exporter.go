@@ -89,9 +89,9 @@ func newExporter(opts Options, reg *prometheus.Registry) *Exporter {
 		e.sampler = monitor.NewSampler(monitor.SamplerOptions{
 			MaxGroups:    opts.SamplerMaxGroups,
 			CPUs:         opts.Host.CPUs,
-			UsageBuckets: UsageRatioBuckets,
-			StallBuckets: StallBuckets,
-			Errors:       e.scanner.Errors(),
+			UsageBuckets: UsageRatioBuckets, DemandBuckets: DemandBuckets,
+			StallBuckets: StallBuckets, StoppedBuckets: StoppedBuckets,
+			Errors: e.scanner.Errors(),
 		})
 		periods = e.sampler
 	}

@@ -21,11 +21,13 @@ type GroupPeriods struct {
 
 // SamplerOptions configure a Sampler.
 type SamplerOptions struct {
-	MaxGroups    int       // most groups followed, the first ones Follow is given; 0 or less: none
-	CPUs         int       // online CPUs: bounds the CPUs a group runs on (0: no bound)
-	UsageBuckets []float64 // upper bounds of the usage ratio histogram's buckets
-	StallBuckets []float64 // upper bounds of the stall histogram's buckets, in seconds
-	Errors       *ReadErrors
+	MaxGroups      int       // most groups followed, the first ones Follow is given; 0 or less: none
+	CPUs           int       // online CPUs: bounds the CPUs a group runs on (0: no bound)
+	UsageBuckets   []float64 // upper bounds of the usage ratio histogram's buckets
+	DemandBuckets  []float64 // upper bounds of the demand histogram's buckets, in CPUs
+	StallBuckets   []float64 // upper bounds of the stall histogram's buckets, in seconds
+	StoppedBuckets []float64 // upper bounds of the stopped CPUs histogram's buckets
+	Errors         *ReadErrors
 	// Clock is the samples' clock, monotonic ns (default: since the
 	// program started); Periods, when set, is given every period handed
 	// out, with the group's path, on the sampler's thread (it must not
@@ -126,8 +128,8 @@ func (s *Sampler) Follow(targets []Target) {
 			target: t, files: files,
 			tracker: s.newTracker(t.Limits),
 			hist: PeriodHistograms{
-				Usage: newHistogram(s.opts.UsageBuckets),
-				Stall: newHistogram(s.opts.StallBuckets),
+				Usage: newHistogram(s.opts.UsageBuckets), Demand: newHistogram(s.opts.DemandBuckets),
+				Stall: newHistogram(s.opts.StallBuckets), Stopped: newHistogram(s.opts.StoppedBuckets),
 			},
 		}
 		groups = append(groups, g)
@@ -163,9 +165,7 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range s.groups {
-		dst = append(dst, GroupPeriods{Path: g.target.Group.Path, PeriodHistograms: PeriodHistograms{
-			Usage: g.hist.Usage.clone(), Stall: g.hist.Stall.clone(), UnderQuota: g.hist.UnderQuota, MaxStallNs: g.hist.MaxStallNs,
-		}})
+		dst = append(dst, GroupPeriods{Path: g.target.Group.Path, PeriodHistograms: g.hist.clone()})
 	}
 	return dst
 }
@@ -367,7 +367,7 @@ func (s *Sampler) sample(g *sampled) error {
 	}
 	quota := g.target.Limits.Quota
 	emit := func(p trace.Period) {
-		g.hist.Observe(p, quota)
+		g.hist.Observe(p, quota, s.opts.CPUs)
 		if s.opts.Periods != nil {
 			s.opts.Periods(g.target.Group.Path, p)
 		}
