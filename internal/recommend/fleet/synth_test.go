@@ -1,0 +1,136 @@
+package fleet
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// histogramOf is the histogram of values in the exporter's demand buckets.
+func histogramOf(bounds []float64, values ...float64) Histogram {
+	h := Histogram{}
+	for _, b := range append(bounds, math.Inf(1)) {
+		n := 0.0
+		for _, v := range values {
+			if v <= b {
+				n++
+			}
+		}
+		h.add(b, n)
+	}
+	for _, v := range values {
+		h.Sum += v
+	}
+	h.Count = float64(len(values))
+	return h
+}
+
+var r10 = []float64{0.01, 0.0125, 0.016, 0.02, 0.025, 0.0315, 0.04, 0.05, 0.063, 0.08, 0.1, 0.125, 0.16, 0.2, 0.25, 0.315, 0.4, 0.5, 0.63, 0.8, 1, 1.25, 1.6, 2, 2.5, 3.15, 4}
+
+func repeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// A group whose every period wants 0.7 CPU, under a quota of 0.5 on 2
+// CPUs, half its periods active: the synthetic trace has 0.7 CPU of
+// demand in every period (the sum puts it within its bucket), each a
+// throttled period that used the quota, half the periods of its window.
+func TestSynthesizeBusyUnderTightQuota(t *testing.T) {
+	s := Series{
+		Key: Key{Cgroup: "/tight"}, Window: 1000 * time.Second, End: time.Unix(0, 0),
+		QuotaCPUs: 0.5, PeriodSeconds: 0.1, Host: trace.Host{CPUs: 2},
+		Periods: 5000, Demand: histogramOf(r10, repeat(0.7, 5000)...),
+		Stopped: histogramOf([]float64{1, 2, 3, 4}, repeat(1, 5000)...),
+	}
+	tr, mu, err := Synthesize(s, SynthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mu != nil {
+		t.Errorf("minute usage %v without minutes", mu)
+	}
+	if len(tr.Periods) != DefaultMaxPeriods {
+		t.Fatalf("%d periods, want %d", len(tr.Periods), DefaultMaxPeriods)
+	}
+	for i, p := range tr.Periods {
+		if d := p.DemandCPUs(2); math.Abs(d-0.7) > 1e-3 || !p.Throttled || p.UsageNs != 50e6 || p.StoppedCPUs != 1 {
+			t.Fatalf("period %d: demand %v CPUs, throttled %v, usage %d, stopped %d; want 0.7, true, 50ms, 1", i, d, p.Throttled, p.UsageNs, p.StoppedCPUs)
+		}
+	}
+	if end := tr.Periods[len(tr.Periods)-1].EndNs; end < int64(399*time.Second) || end > int64(401*time.Second) {
+		t.Errorf("the window ends at %v, want 400s (2,000 periods, half of them active)", time.Duration(end))
+	}
+}
+
+// Four threads that want 1.6 CPU in one period of ten and little in the
+// others, under a loose quota of 3 CPUs, never throttled: the large
+// periods come back at their share and spread over the window, within
+// the quota, on ceil(1.6) = 2 CPUs (what replay reads of an unthrottled
+// trace).
+func TestSynthesizeBurstsSpread(t *testing.T) {
+	var v []float64
+	for i := range 1000 {
+		if i%10 == 0 {
+			v = append(v, 1.6)
+		} else {
+			v = append(v, 0.02)
+		}
+	}
+	s := Series{Key: Key{Cgroup: "/loose"}, Window: 100 * time.Second, QuotaCPUs: 3, PeriodSeconds: 0.1,
+		Host: trace.Host{CPUs: 4}, Periods: 1000, Demand: histogramOf(r10, v...), Stopped: histogramOf([]float64{1, 2})}
+	tr, _, err := Synthesize(s, SynthOptions{MaxPeriods: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, gap, last := 0, 0, -1
+	for i, p := range tr.Periods {
+		if p.Throttled {
+			t.Fatalf("period %d throttled under a loose quota", i)
+		}
+		if p.DemandCPUs(0) > 1 {
+			big++
+			if last >= 0 {
+				gap = max(gap, i-last)
+			}
+			last = i
+		}
+	}
+	if big != 50 {
+		t.Errorf("%d large periods of 500, want 50", big)
+	}
+	if gap > 20 {
+		t.Errorf("large periods up to %d apart, want them spread (about 10)", gap)
+	}
+	if !strings.Contains(tr.Spec.Synthetic, "on 2 CPUs") {
+		t.Errorf("synthetic %q: want parallelism 2", tr.Spec.Synthetic)
+	}
+}
+
+func TestSynthesizeNoPeriods(t *testing.T) {
+	_, _, err := Synthesize(Series{Demand: histogramOf(r10)}, SynthOptions{})
+	if err != ErrNoDemand {
+		t.Errorf("err %v, want ErrNoDemand", err)
+	}
+}
+
+// The minute averages keep the quantiles they were read from.
+func TestMinuteUsageQuantiles(t *testing.T) {
+	q := map[float64]float64{0: 0.1, 0.5: 0.2, 0.9: 0.4, 0.95: 0.5, 1: 1}
+	mu := minuteUsage(q, 10080, 100)
+	if len(mu) != 100 {
+		t.Fatalf("%d values, want 100", len(mu))
+	}
+	if mu[49] > 0.2 || mu[50] < 0.2 || mu[94] > 0.5 || mu[95] < 0.5 {
+		t.Errorf("values around the median %v %v and p95 %v %v", mu[49], mu[50], mu[94], mu[95])
+	}
+	if got := minuteUsage(q, 3, 100); len(got) != 3 {
+		t.Errorf("%d values of 3 minutes", len(got))
+	}
+}
