@@ -103,9 +103,9 @@ type SynthOptions struct {
 }
 
 // DefaultMaxPeriods bounds a synthetic trace: enough active periods that
-// the 1 % of them a throttling target allows is 20 periods, few enough that
+// the 1 % of them a throttling target allows is 10 periods, few enough that
 // the recommender's several simulations of 1,000 groups stay quick.
-const DefaultMaxPeriods = 2000
+const DefaultMaxPeriods = 1000
 
 // DefaultMinuteValues is how many minute averages a group's MinuteUsage
 // has at most: the quantiles of the window's minute averages at 100 even
