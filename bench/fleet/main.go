@@ -47,7 +47,7 @@ var (
 	groupsFlag   = flag.Int("groups", 1000, "groups of the fleet")
 	nodesFlag    = flag.Int("nodes", 50, "nodes they run on")
 	daysFlag     = flag.Int("days", 7, "days of series")
-	intervalFlag = flag.Duration("interval", 30*time.Minute, "sample interval of the exporter's series")
+	intervalFlag = flag.Duration("interval", time.Hour, "sample interval of the exporter's series")
 	keepFlag     = flag.String("keep", "", "write the OpenMetrics text and TSDB here and keep them (default: a temporary directory, removed)")
 )
 
@@ -293,8 +293,7 @@ func generate(path string, start, end time.Time) (genStats, error) {
 	for i := range pats {
 		pats[i] = patternOf(i)
 		dists[i] = distOf(i, pats[i])
-		labels[i] = fmt.Sprintf(`cgroup="/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%08x.slice/cri-containerd-%016x.scope",instance="node-%02d:9750",job="cfsprobe"`,
-			i, uint64(i)*0x9e3779b97f4a7c15, i%*nodesFlag)
+		labels[i] = fmt.Sprintf(`cgroup="/kubepods/pod%04d/c%04d",instance="node-%02d:9750",job="cfsprobe"`, i, i, i%*nodesFlag)
 	}
 	step := *intervalFlag
 	var times []int64
