@@ -72,7 +72,7 @@ func newFakePeriods(s *monitor.Scanner) *fakePeriods {
 			continue
 		}
 		h := monitor.PeriodHistograms{
-			Usage: monitor.Histogram{Bounds: UsageRatioBuckets, Counts: make([]uint64, len(UsageRatioBuckets)+1)},
+			Usage:   monitor.Histogram{Bounds: UsageRatioBuckets, Counts: make([]uint64, len(UsageRatioBuckets)+1)},
 			Demand:  monitor.Histogram{Bounds: DemandBuckets, Counts: make([]uint64, len(DemandBuckets)+1)},
 			Stall:   monitor.Histogram{Bounds: StallBuckets, Counts: make([]uint64, len(StallBuckets)+1)},
 			Stopped: monitor.Histogram{Bounds: StoppedBuckets, Counts: make([]uint64, len(StoppedBuckets)+1)},
