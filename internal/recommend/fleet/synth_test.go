@@ -64,8 +64,8 @@ func TestSynthesizeBusyUnderTightQuota(t *testing.T) {
 			t.Fatalf("period %d: demand %v CPUs, throttled %v, usage %d, stopped %d; want 0.7, true, 50ms, 1", i, d, p.Throttled, p.UsageNs, p.StoppedCPUs)
 		}
 	}
-	if end := tr.Periods[len(tr.Periods)-1].EndNs; end < int64(399*time.Second) || end > int64(401*time.Second) {
-		t.Errorf("the window ends at %v, want 400s (2,000 periods, half of them active)", time.Duration(end))
+	if end := tr.Periods[len(tr.Periods)-1].EndNs; end < int64(199*time.Second) || end > int64(201*time.Second) {
+		t.Errorf("the window ends at %v, want 200s (1,000 periods, half of them active)", time.Duration(end))
 	}
 }
 
