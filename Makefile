@@ -10,8 +10,9 @@ LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # qemu + a stock kernel + busybox + cpio (cgroup v2 guest), chromium (report
 # tests and make screenshot), tmux (cfsprobe top in a real terminal), gcc,
 # g++ and libc6-dev (the cpuview preload library and its C/C++ tests), nginx
-# (worker_processes auto under the CPU view).
-APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx
+# (worker_processes auto under the CPU view), prometheus (with promtool: the
+# fleet recommender's test against a real server, and bench/run.sh fleet).
+APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx prometheus
 GOSRC := $(shell find . -name '*.go' -not -path './bin/*' 2>/dev/null) go.mod go.sum
 # The cpuview preload library (native/cpuview/README.md). internal/cpuview
 # embeds the directory it is built into, so every target that compiles Go
