@@ -43,6 +43,10 @@ type Options struct {
 	// NoRuntimeMetrics leaves out the Go client's process_* and go_*
 	// metrics (tests that compare expositions).
 	NoRuntimeMetrics bool
+	// SamplerPeriods, when set, is given every period the sampler hands
+	// out (monitor.SamplerOptions.Periods): tests compare them with
+	// another reader's.
+	SamplerPeriods func(path string, p trace.Period)
 }
 
 // Exporter walks a cgroup root, samples its limited groups and serves
@@ -91,7 +95,7 @@ func newExporter(opts Options, reg *prometheus.Registry) *Exporter {
 			CPUs:         opts.Host.CPUs,
 			UsageBuckets: UsageRatioBuckets, DemandBuckets: DemandBuckets,
 			StallBuckets: StallBuckets, StoppedBuckets: StoppedBuckets,
-			Errors: e.scanner.Errors(),
+			Errors: e.scanner.Errors(), Periods: opts.SamplerPeriods,
 		})
 		periods = e.sampler
 	}

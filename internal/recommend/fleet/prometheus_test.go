@@ -238,7 +238,20 @@ func TestFleetFromPrometheus(t *testing.T) {
 	// The exporter, on loopback, as cfsprobe exporter runs it.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	exp := exporter.New(exporter.Options{Root: root, ScanInterval: time.Second, SamplerMaxGroups: 1000, Host: host, Version: "test"})
+	// The sampler's own periods, to tell what it saw from what the
+	// histograms and the synthesis make of it.
+	var seenMu sync.Mutex
+	type seenPeriod struct {
+		at time.Time
+		p  trace.Period
+	}
+	seen := map[string][]seenPeriod{}
+	exp := exporter.New(exporter.Options{Root: root, ScanInterval: time.Second, SamplerMaxGroups: 1000, Host: host, Version: "test",
+		SamplerPeriods: func(path string, p trace.Period) {
+			seenMu.Lock()
+			seen[path] = append(seen[path], seenPeriod{time.Now(), p})
+			seenMu.Unlock()
+		}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -324,6 +337,30 @@ func TestFleetFromPrometheus(t *testing.T) {
 			continue
 		}
 		rec, syn := demands(traces[i]), demands(g.Trace)
+		seenMu.Lock()
+		var smp []float64
+		blurred := 0
+		for _, sp := range seen[path] {
+			p := sp.p
+			if sp.at.Before(start) {
+				continue
+			}
+			if p.Blurred {
+				blurred++
+				continue
+			}
+			smp = append(smp, p.DemandCPUs(float64(host.CPUs)))
+		}
+		seenMu.Unlock()
+		slices.Sort(smp)
+		recBlurred := 0
+		for _, p := range traces[i].Periods {
+			if p.Blurred {
+				recBlurred++
+			}
+		}
+		t.Logf("%-14s recorded %d periods (%d blurred); the sampler %d (%d blurred): demand p90 %.3f p99 %.3f", fg.name,
+			len(traces[i].Periods), recBlurred, len(smp)+blurred, blurred, quantile(smp, 0.9), quantile(smp, 0.99))
 		if got := g.Trace.Limits.Cgroup(); got.Quota != fg.lim.Quota || got.Period != fg.lim.Period || got.Burst != fg.lim.Burst {
 			t.Errorf("%s: limits %+v from Prometheus, set %+v", fg.name, got, fg.lim)
 		}
