@@ -218,70 +218,73 @@ func recorded(start int64, period time.Duration, lim cgroup.Limits, cpus float64
 }
 
 // demandQuantiles are n values of the demand histogram's distribution, at
-// the quantiles (k+0.5)/n, in order. Each bucket's observations are put at
-// one value: the geometric middle of its bounds (the first bucket's three
-// quarters of its bound, +Inf's its bound × 1.26), all of them scaled by
-// one factor, each kept within its bucket, so that their mean is the
-// histogram's (sum / count) where the bounds allow: a group whose every
-// period wants the same CPU has that value, not its bucket's middle.
+// the quantiles (k+0.5)/n, in order. A quantile that falls in a bucket
+// is placed by its rank among the bucket's observations, log-linearly
+// between the bucket's bounds (linearly from 0 in the first bucket; +Inf's
+// at its lower bound × 1.26), as if the bucket's values were spread evenly
+// on a log scale; then all of them are scaled by one factor, each kept
+// within its bucket, so that their mean is the histogram's (sum / count)
+// where the bounds allow. A group whose periods crowd at a bucket's bound
+// keeps them there (the mean pushes them to it), one whose every period
+// wants the same CPU has them within the bucket around it.
 func demandQuantiles(h Histogram, n int) []float64 {
 	counts := h.counts()
-	rep := make([]float64, len(counts))
-	lo := make([]float64, len(counts))
-	for i, b := range h.Bounds {
-		switch {
-		case i == 0:
-			rep[i] = 0.75 * b
-		case math.IsInf(b, 1):
-			lo[i] = h.Bounds[i-1]
-			rep[i] = lo[i] * 1.26
-		default:
-			lo[i] = h.Bounds[i-1]
-			rep[i] = math.Sqrt(lo[i] * b)
-		}
-	}
-	at := func(f float64) []float64 {
-		out := make([]float64, len(rep))
-		for i := range rep {
-			out[i] = min(max(rep[i]*f, lo[i]), h.Bounds[i])
-		}
-		return out
-	}
-	mean := func(v []float64) float64 {
-		s, c := 0.0, 0.0
-		for i := range v {
-			s += v[i] * counts[i]
-			c += counts[i]
-		}
-		return s / c
-	}
-	vals := rep
-	if want := h.Sum / max(h.total(), 1e-9); h.Sum > 0 {
-		// The factor that gives the mean, by bisection over the factors
-		// that keep every value in its bucket (the mean grows with it).
-		a, b := 0.5, 2.0
-		for range 50 {
-			m := (a + b) / 2
-			if mean(at(m)) < want {
-				a = m
-			} else {
-				b = m
-			}
-		}
-		vals = at((a + b) / 2)
-	}
-	out := make([]float64, n)
 	total := h.total()
-	i, cum := 0, counts[0]
-	for k := range out {
+	// Each quantile's bucket and its rank in it (0 to 1).
+	bucket := make([]int, n)
+	rank := make([]float64, n)
+	i, cum, before := 0, counts[0], 0.0
+	for k := range bucket {
 		q := (float64(k) + 0.5) / float64(n) * total
 		for cum < q && i < len(counts)-1 {
+			before = cum
 			i++
 			cum += counts[i]
 		}
-		out[k] = vals[i]
+		bucket[k], rank[k] = i, min(max((q-before)/max(counts[i], 1e-9), 0), 1)
 	}
-	return out
+	at := func(f float64) []float64 {
+		out := make([]float64, n)
+		for k, i := range bucket {
+			hi := h.Bounds[i]
+			var v, lo float64
+			switch {
+			case i == 0:
+				v = hi * rank[k]
+			case math.IsInf(hi, 1):
+				lo = h.Bounds[i-1]
+				v, hi = lo*1.26, lo*1.26
+			default:
+				lo = h.Bounds[i-1]
+				v = lo * math.Pow(hi/lo, rank[k])
+			}
+			out[k] = min(max(v*f, lo), hi)
+		}
+		return out
+	}
+	if h.Sum <= 0 || total <= 0 {
+		return at(1)
+	}
+	want := h.Sum / total
+	mean := func(v []float64) float64 {
+		s := 0.0
+		for _, x := range v {
+			s += x
+		}
+		return s / float64(len(v))
+	}
+	// The factor that gives the mean, by bisection over the factors that
+	// keep every value in its bucket (the mean grows with it).
+	a, b := 0.5, 2.0
+	for range 50 {
+		m := (a + b) / 2
+		if mean(at(m)) < want {
+			a = m
+		} else {
+			b = m
+		}
+	}
+	return at((a + b) / 2)
 }
 
 // parallelism is the CPUs the group ran on: the most it was stopped on

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,8 +40,8 @@ func repeat(v float64, n int) []float64 {
 }
 
 // A group whose every period wants 0.7 CPU, under a quota of 0.5 on 2
-// CPUs, half its periods active: the synthetic trace has 0.7 CPU of
-// demand in every period (the sum puts it within its bucket), each a
+// CPUs, half its periods active: the synthetic trace's periods want 0.7
+// CPU on average (the histogram's sum), each within 0.7's bucket, each a
 // throttled period that used the quota, half the periods of its window.
 func TestSynthesizeBusyUnderTightQuota(t *testing.T) {
 	s := Series{
@@ -59,10 +60,16 @@ func TestSynthesizeBusyUnderTightQuota(t *testing.T) {
 	if len(tr.Periods) != DefaultMaxPeriods {
 		t.Fatalf("%d periods, want %d", len(tr.Periods), DefaultMaxPeriods)
 	}
+	sum := 0.0
 	for i, p := range tr.Periods {
-		if d := p.DemandCPUs(2); math.Abs(d-0.7) > 1e-3 || !p.Throttled || p.UsageNs != 50e6 || p.StoppedCPUs != 1 {
-			t.Fatalf("period %d: demand %v CPUs, throttled %v, usage %d, stopped %d; want 0.7, true, 50ms, 1", i, d, p.Throttled, p.UsageNs, p.StoppedCPUs)
+		d := p.DemandCPUs(2)
+		if d < 0.63-1e-6 || d > 0.8+1e-6 || !p.Throttled || p.UsageNs != 50e6 || p.StoppedCPUs != 1 {
+			t.Fatalf("period %d: demand %v CPUs, throttled %v, usage %d, stopped %d; want within the bucket (0.63, 0.8], true, 50ms, 1", i, d, p.Throttled, p.UsageNs, p.StoppedCPUs)
 		}
+		sum += d
+	}
+	if mean := sum / float64(len(tr.Periods)); math.Abs(mean-0.7) > 1e-3 {
+		t.Errorf("mean demand %v CPUs, want 0.7 (the histogram's sum / count)", mean)
 	}
 	if end := tr.Periods[len(tr.Periods)-1].EndNs; end < int64(199*time.Second) || end > int64(201*time.Second) {
 		t.Errorf("the window ends at %v, want 200s (1,000 periods, half of them active)", time.Duration(end))
@@ -132,5 +139,35 @@ func TestMinuteUsageQuantiles(t *testing.T) {
 	}
 	if got := minuteUsage(q, 3, 100); len(got) != 3 {
 		t.Errorf("%d values of 3 minutes", len(got))
+	}
+}
+
+// Periods at a bucket's upper bound (10 ms of work in 100 ms: 0.1 CPU,
+// the bound of (0.08, 0.1]) beside many small ones, and periods spread
+// over a bucket: the quantiles within 10 % of the values' (the mean
+// moves the values within their buckets only as far as one factor for
+// all of them does).
+func TestDemandQuantilesWithinBucket(t *testing.T) {
+	var v []float64
+	for i := range 1000 {
+		switch {
+		case i%10 == 0:
+			v = append(v, 0.1)
+		case i%10 < 4:
+			v = append(v, 0.064+0.015*float64(i%7)/6) // 0.064 to 0.079
+		default:
+			v = append(v, 0.005)
+		}
+	}
+	got := demandQuantiles(histogramOf(r10, v...), 1000)
+	sorted := append([]float64(nil), v...)
+	slices.Sort(sorted)
+	slices.Sort(got)
+	for _, q := range []float64{0.8, 0.95, 0.99} { // the median is in the first bucket, under 10 millicores
+		want, g := sorted[int(q*1000)], got[int(q*1000)]
+		t.Logf("p%g %.4f, values' %.4f", 100*q, g, want)
+		if math.Abs(g-want) > 0.1*want {
+			t.Errorf("p%g %.4f, want %.4f", 100*q, g, want)
+		}
 	}
 }
