@@ -19,6 +19,7 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // errCase is one bad invocation.
@@ -61,6 +62,19 @@ func TestErrors(t *testing.T) {
 	if r := cfsprobe(t, "simulate", "--out", simulated, "--kernel", "4.18", "--cpus", "0.2", "periodic", "--iterations", "3"); r.code != 0 {
 		t.Fatalf("simulate a trace: exit %d: %s", r.code, r.stderr)
 	}
+	// A trace --verify can rerun (a lab run of a built-in workload: the
+	// simulated fixture without its simulated part), where uid 65534 can
+	// read it.
+	shared, err := os.MkdirTemp("", "cfsprobe-errors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rerunnable := filepath.Join(shared, "rerunnable.json")
+	labRun(t, filepath.Join("..", "..", "internal", "recommend", "testdata", "burst-no-burst.json"), rerunnable)
 	cases := []errCase{
 		// What to run.
 		{name: "unknown workload", args: runArgs("nosuch"),
@@ -255,6 +269,61 @@ func TestErrors(t *testing.T) {
 			want: []string{"--sample-interval -1ms", "100µs to the 100ms period"}},
 		{name: "record root missing", args: []string{"record", "--cgroup-root", "/no/such/dir", "/"},
 			want: []string{"--cgroup-root /no/such/dir does not exist"}},
+
+		// recommend: the flags, then the traces (or the live group), all
+		// checked before anything is recorded or simulated.
+		{name: "recommend nothing", args: []string{"recommend"},
+			want: []string{"nothing to advise on", "--cgroup PATH --duration D"}},
+		{name: "recommend trace missing", args: []string{"recommend", "/no/such/trace.json"},
+			want: []string{"/no/such/trace.json does not exist", "saved with --out"}},
+		{name: "recommend trace empty", args: []string{"recommend", file},
+			want: []string{file + " is empty", "saved by cfsprobe run, record or simulate"}},
+		{name: "recommend not a trace", args: []string{"recommend", "testdata/no-cpu/proc/self/mountinfo"},
+			want: []string{"is not a cfsprobe trace", "saved by cfsprobe run, record or simulate"}},
+		{name: "recommend trace without periods", args: []string{"recommend", "testdata/trace-no-periods.json"},
+			want: []string{"no periods", "record the group for longer"}},
+		{name: "recommend target unknown", args: []string{"recommend", "--target", "latency:5ms", simulated},
+			want: []string{"--target", `"latency"`, "throttled:PCT"}},
+		{name: "recommend target malformed", args: []string{"recommend", "--target", "throttled:lots", simulated},
+			want: []string{"--target", `"lots"`, "such as 1%"}},
+		{name: "recommend format unknown", args: []string{"recommend", "--format", "yaml", simulated},
+			want: []string{"--format yaml", "table, json, k8s or markdown"}},
+		{name: "recommend json and another format", args: []string{"recommend", "--json", "--format", "k8s", simulated},
+			want: []string{"--json and --format k8s", "give one"}},
+		{name: "recommend max cpus zero", args: []string{"recommend", "--max-cpus", "0", simulated},
+			want: []string{"--max-cpus 0", "positive number"}},
+		{name: "recommend host without CPUs", args: []string{"recommend", "--host-cpus", "0", simulated},
+			want: []string{"--host-cpus 0", "1 to 8192"}},
+		{name: "recommend unknown era", args: []string{"recommend", "--kernel", "4.19", simulated},
+			want: []string{"--kernel 4.19", "use one of"}},
+		{name: "recommend demand unknown", args: []string{"recommend", "--demand", "batch", simulated},
+			want: []string{"--demand", `"batch"`, "closed, open, timed"}},
+		{name: "recommend traces and a live group", args: []string{"recommend", "--cgroup", "/", "--duration", "1s", simulated},
+			want: []string{"traces or --cgroup, not both"}},
+		{name: "recommend live group without duration", args: []string{"recommend", "--cgroup", "/"},
+			want: []string{"--cgroup needs --duration", "such as 2m"}},
+		{name: "recommend duration without a live group", args: []string{"recommend", "--duration", "1s", simulated},
+			want: []string{"--duration is how long to record --cgroup"}},
+		{name: "recommend out without a live group", args: []string{"recommend", "--out", filepath.Join(outDir, "x.json"), simulated},
+			want: []string{"--out saves the recording of --cgroup"}},
+		{name: "recommend out directory missing", args: []string{"recommend", "--cgroup", "/", "--duration", "1s", "--out", "/no/such/dir/x.json"},
+			want: []string{"cannot write the recording to /no/such/dir/x.json"}},
+		{name: "recommend live group missing", args: []string{"recommend", "--cgroup", "/cfsprobe-no-such-group", "--duration", "1s"}, host: true,
+			want: []string{"/cfsprobe-no-such-group"}},
+		{name: "recommend verify a live group", args: []string{"recommend", "--verify", "--cgroup", "/", "--duration", "1s"},
+			want: []string{"--verify reruns a trace's workload", "cfsprobe run --out FILE -- COMMAND"}},
+		{name: "recommend parent without verify", args: []string{"recommend", "--parent", "x", rerunnable},
+			want: []string{"--parent is where --verify reruns", "add --verify"}},
+		{name: "recommend verify parent empty", args: []string{"recommend", "--verify", "--parent=", rerunnable},
+			want: []string{"--parent is empty"}},
+		{name: "recommend verify a simulated trace", args: []string{"recommend", "--verify", simulated},
+			want: []string{"--verify cannot rerun simulated", "written by the simulator", "cfsprobe run"}},
+		{name: "recommend verify traces one of which is simulated", args: []string{"recommend", "--verify", "--parent", testParent, rerunnable, simulated},
+			want: []string{"cannot rerun 1 of the 2 traces, so none was run", "simulated (the trace"}},
+		{name: "recommend verify not root", args: []string{"recommend", "--verify", "--parent", testParent, rerunnable}, host: true, nobody: true,
+			want: []string{"--verify rerunnable", "not writable by uid 65534", "run cfsprobe as root"}},
+		{name: "recommend root missing", args: []string{"recommend", "--cgroup-root", "/no/such/dir", "--cgroup", "/", "--duration", "1s"},
+			want: []string{"--cgroup-root /no/such/dir does not exist"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -435,6 +504,23 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(to, mode); err != nil { // umask
+		t.Fatal(err)
+	}
+}
+
+// labRun writes the trace at from to to as a lab run would have written
+// it: without its simulated part.
+func labRun(t *testing.T, from, to string) {
+	t.Helper()
+	tr, err := trace.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Spec.Simulated = nil
+	if err := tr.WriteFile(to); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(to, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -141,10 +141,7 @@ func viewOptions(cpusFlag, cpus, roundFlag, round string, fs hostfs.FS) (cpuview
 	if err != nil {
 		return cpuview.ExecOptions{}, usageErr("%s: %v", roundFlag, err)
 	}
-	return cpuview.ExecOptions{
-		CPUs: n, Round: r, FS: fs, Environ: os.Environ(),
-		Library: cpuview.Library(), CacheDirs: cpuview.CacheDirs(os.Getenv),
-	}, nil
+	return cpuview.ExecOptionsHere(n, r, fs), nil
 }
 
 // lookCommand finds the command as a shell would: not found is exit

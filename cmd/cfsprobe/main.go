@@ -81,7 +81,7 @@ operation.
 		// multi-line suggestion; it is a usage error like any other.
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("unknown command %q: use one of run, simulate, suite, check, top, exporter, report, cpus, exec, cleanup, version (see: cfsprobe --help)", args[0])
+				return usageErr("unknown command %q: use one of run, simulate, suite, check, top, record, recommend, exporter, report, cpus, exec, cleanup, version (see: cfsprobe --help)", args[0])
 			}
 			return nil
 		},
@@ -91,7 +91,7 @@ operation.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see: %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(), newSimulateCmd(), newSuiteCmd(), newReportCmd(), newCleanupCmd(), newVersionCmd(), newCheckCmd(), newTopCmd(), newRecordCmd(), newExporterCmd(), newCpusCmd(), newExecCmd())
+	root.AddCommand(newRunCmd(), newSimulateCmd(), newSuiteCmd(), newReportCmd(), newCleanupCmd(), newVersionCmd(), newCheckCmd(), newTopCmd(), newRecordCmd(), newExporterCmd(), newCpusCmd(), newExecCmd(), newRecommendCmd())
 	return root
 }
 

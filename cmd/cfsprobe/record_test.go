@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cfsprobe/cfsprobe/internal/cgroup"
-	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -23,23 +21,7 @@ import (
 func TestRecordHandMadeGroup(t *testing.T) {
 	l := needCgroups(t)
 	name := fmt.Sprintf("cfsprobe-record-%d", os.Getpid())
-	var dirs []string
-	for _, h := range []*cgroup.Hierarchy{l.CPU, l.CPUAcct} {
-		if h != nil && (len(dirs) == 0 || dirs[0] != filepath.Join(h.Dir, name)) {
-			dirs = append(dirs, filepath.Join(h.Dir, name))
-		}
-	}
-	t.Cleanup(func() { // after busyLoop's, which kills the loop
-		for _, d := range dirs {
-			rmCgroup(t, d)
-		}
-		testenv.NoLeftovers(t, l, name)
-	})
-	for _, d := range dirs {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatalf("create cgroup: %v", err)
-		}
-	}
+	dirs := handMadeGroup(t, l, name)
 	setQuota(t, l.CPU.Version, dirs[0], 20000, 100000)
 	busy := busyLoop(t, dirs...)
 

@@ -3,13 +3,10 @@ package main
 import (
 	"bytes"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cfsprobe/cfsprobe/internal/report"
-	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 func newReportCmd() *cobra.Command {
@@ -48,14 +45,9 @@ Formats (--format; the default is html when --out ends in .html, else text):
 			}
 			var runs []report.Named
 			for _, a := range args {
-				name, path, ok := strings.Cut(a, "=")
-				if !ok {
-					path = a
-					name = strings.TrimSuffix(filepath.Base(a), ".json")
-				}
-				t, err := trace.ReadFile(path)
+				name, t, err := namedTrace(a)
 				if err != nil {
-					return usageErr("%v", err)
+					return err
 				}
 				runs = append(runs, report.Named{Name: name, Trace: t})
 			}

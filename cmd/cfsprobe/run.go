@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -297,19 +296,8 @@ func (f *runFlags) applyView(c *cobra.Command, cfg *lab.Config) error {
 	if err != nil {
 		return err
 	}
-	lim := cfg.Limits
-	opts.Limits = &lim
-	plan := cpuview.PrepareExec(opts)
-	warnings := plan.Warnings
-	if len(cfg.Command) > 0 {
-		if path, err := exec.LookPath(cfg.Command[0]); err == nil {
-			warnings = append(warnings, plan.ForProgram(path)...)
-		}
-	}
-	for _, w := range warnings {
+	for _, w := range cfg.SetView(opts) {
 		fmt.Fprintln(os.Stderr, "cfsprobe run: warning: --view:", w)
 	}
-	cfg.Env = append(cfg.Env, cpuview.Assignments(plan.Changes)...)
-	cfg.View = plan.TraceView()
 	return nil
 }

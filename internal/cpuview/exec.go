@@ -2,6 +2,7 @@ package cpuview
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
@@ -30,6 +31,17 @@ type ExecOptions struct {
 	Library []byte
 	// CacheDirs are where the library is written (CacheDirs(os.Getenv)).
 	CacheDirs []string
+}
+
+// ExecOptionsHere are the options for a program this process starts: a
+// view of cpus CPUs (0: auto, rounded by round) on the machine fs, merged
+// into this process's environment, with the library this binary carries,
+// written to the usual cache directories.
+func ExecOptionsHere(cpus int, round Rounding, fs hostfs.FS) ExecOptions {
+	return ExecOptions{
+		CPUs: cpus, Round: round, FS: fs, Environ: os.Environ(),
+		Library: Library(), CacheDirs: CacheDirs(os.Getenv),
+	}
 }
 
 // ExecPlan is what a program is given.

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/cpuview"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
@@ -78,6 +79,29 @@ type Config struct {
 	// View, when set, is recorded in the trace's spec: the CPU view that
 	// Env gives the workload (see internal/cpuview).
 	View *trace.View
+}
+
+// SetView gives the workload the CPU view of o, as cfsprobe exec would
+// (internal/cpuview), in the run's group: auto (o.CPUs 0) rounds the
+// quota of c.Limits, which must be set first; the variables that give
+// the view are added to Env, and the view is recorded in the trace's spec
+// (View). A command's view is adapted to its program (musl, static:
+// cpuview.ExecPlan.ForProgram). It returns what the user should be told:
+// what is missing and what was done instead; the run goes ahead
+// regardless.
+func (c *Config) SetView(o cpuview.ExecOptions) (warnings []string) {
+	lim := c.Limits
+	o.Limits = &lim
+	plan := cpuview.PrepareExec(o)
+	warnings = plan.Warnings
+	if len(c.Command) > 0 {
+		if path, err := exec.LookPath(c.Command[0]); err == nil {
+			warnings = append(warnings, plan.ForProgram(path)...)
+		}
+	}
+	c.Env = append(c.Env, cpuview.Assignments(plan.Changes)...)
+	c.View = plan.TraceView()
+	return warnings
 }
 
 // Plan is a validated run: everything was checked, nothing created yet.

@@ -7,6 +7,7 @@ package recommend
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 )
@@ -56,4 +57,28 @@ func threads(n int) string {
 		return "1 thread"
 	}
 	return fmt.Sprintf("%d threads", n)
+}
+
+// Millicores is the quota as Kubernetes writes limits.cpu (1000m = one
+// CPU per period), rounded up; 0 without a limit.
+func (s Setting) Millicores() int64 {
+	l := s.Limits
+	if l.Unlimited() || l.Period <= 0 {
+		return 0
+	}
+	return (int64(l.Quota)*1000 + int64(l.Period) - 1) / int64(l.Period)
+}
+
+// milliSetting is the setting of m millicores per period (the quota as
+// Kubernetes makes it from limits.cpu: m × period / 1000, in whole
+// microseconds, at least the kernel's minimum), with a burst of the
+// quota when burst is set, the cpuset kept, and a thread cap.
+func milliSetting(m int64, period time.Duration, cpuset string, burst bool, threads int) Setting {
+	q := time.Duration(m) * period / 1000
+	q = max(q.Round(time.Microsecond), cgroup.MinQuota)
+	l := cgroup.Limits{Period: period, Quota: q, Cpuset: cpuset}
+	if burst {
+		l.Burst = q
+	}
+	return Setting{Limits: l, Threads: threads}
 }

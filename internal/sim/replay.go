@@ -214,6 +214,10 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	for i, p := range ps {
 		used += p.usage
 		b := burst{at: p.start, work: p.usage, par: cpus(max(float64(par), p.running))}
+		// What it missed while it was not running (trace.Period.Missed:
+		// on the CPUs it ran on for its stall, or, busy all along, on the
+		// CPUs the kernel stopped for all the time it did not run).
+		ran, notRun := tr.Periods[i].Missed(most)
 		if p.stall > 0 {
 			// It ran from the period's start until it was stopped, on
 			// the CPUs the kernel stopped.
@@ -222,17 +226,12 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		switch method {
 		case DemandClosed:
 			b.at -= cut
-			cut += p.stall
-			if p.stall > 0 && p.running >= b.par*busyShare {
-				// It ran all along: the time it did not run is
-				// the throttling's, not a pause.
-				cut += p.length - p.stall - time.Duration(float64(p.usage)/b.par)
-			}
+			cut += notRun
 		case DemandOpen:
 			served := min(backlog, b.work)
 			backlog -= served
 			// The period's demand beyond its usage (trace.Period.Demand).
-			missed := tr.Periods[i].Demand(most) - p.usage
+			missed := time.Duration(ran * float64(notRun))
 			backlog += missed
 			b.work += missed - served
 			if p.stall == 0 && p.running < float64(par) {
@@ -241,7 +240,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 			}
 		case DemandTimed:
 			if p.stall > 0 {
-				b.par, b.wall = cpus(p.running), p.length
+				b.par, b.wall = ran, p.length
 				b.work = time.Duration(b.par * float64(p.length))
 			}
 		}
@@ -341,15 +340,6 @@ func traceCPUs(tr *trace.Trace) int {
 	}
 	return cpus
 }
-
-// busyShare is the share of the CPUs a throttled period stopped (or ran
-// on) that a group must have kept busy, while it was not stopped, to be
-// taken for busy all along. A busy group does not show all of them: the
-// kernel unthrottles it a moment after the refill, and the stall is
-// counted from when it was stopped; on the reference host (6.18) one
-// thread burning without a pause ran 0.78 to 0.99 CPUs under 0.3 CPU,
-// and one that slept 50 ms in the period 0.35.
-const busyShare = 0.5
 
 // threads are the lanes that replay the bursts.
 func (d demand) threads() []Thread {

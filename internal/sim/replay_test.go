@@ -112,18 +112,21 @@ func TestReplayClosedCutsTheStalls(t *testing.T) {
 // in a stall (running CPUs × stall) is demand of that period, and what
 // the next periods did first was serving it.
 func TestReplayOpenCarriesTheBacklog(t *testing.T) {
-	// One CPU of work while running; stalls of 60 and 40 ms; then a
-	// period of 90 ms that served the 40 ms left and 50 ms of its own,
-	// and one of 20 ms when it had caught up.
-	tr := limitedTrace(40*ms, recorded(), periodsOf([3]int64{40, 60, 1}, [3]int64{40, 40, 1}, [3]int64{90, 0, 0}, [3]int64{20, 0, 0}))
+	// One CPU of work while running: a period busy all along (40 ms
+	// run, 60 ms stall), then one that paused (20 ms of usage in the
+	// 60 ms it was not stopped, a 40 ms stall); then a period of 90 ms
+	// that served the backlog left and some of its own, and one of
+	// 20 ms when it had caught up.
+	tr := limitedTrace(40*ms, recorded(), periodsOf([3]int64{40, 60, 1}, [3]int64{20, 40, 1}, [3]int64{90, 0, 0}, [3]int64{20, 0, 0}))
 	d, rec, err := reconstruct(tr, ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Period 1 ran 60 ms for 40 ms of usage: 0.67 CPUs running, so its
-	// stall missed 26.7 ms; its usage was the first period's backlog.
-	p1 := 40 * ms * 40 / 60
-	checkBursts(t, d.bursts, []wantBurst{{0, 100 * ms, 1}, {100 * ms, p1, 1}, {200 * ms, 90*ms - (60*ms - 40*ms + p1), 1}, {300 * ms, 20 * ms, 1}})
+	// Period 0 missed the 60 ms it did not run. Period 1 ran 0.33 CPUs
+	// while not stopped, less than busyShare: its stall missed 13.3 ms,
+	// and its usage served the first period's backlog.
+	p1 := 20 * ms * 40 / 60
+	checkBursts(t, d.bursts, []wantBurst{{0, 100 * ms, 1}, {100 * ms, p1, 1}, {200 * ms, 90*ms - (60*ms - 20*ms + p1), 1}, {300 * ms, 20 * ms, 1}})
 	if rec.Demand != "open" || rec.DemandFrom != "default" || rec.ParallelismFrom != "stopped_cpus" {
 		t.Errorf("record %+v: want open by default for a recorded group", rec)
 	}
@@ -326,4 +329,38 @@ func TestReplayParallelismBound(t *testing.T) {
 	tr.Limits.Cpuset = "0"
 	d, _, _ = reconstruct(tr, ReplayOptions{Demand: DemandClosed})
 	checkBursts(t, d.bursts, []wantBurst{{0, 90 * ms, 1}})
+}
+
+// A thread busy all along under a tight quota whose stall the kernel
+// counts short (task-based throttling lets it go a moment after the
+// refill): 20 ms run and 65 ms of stall leave 15 ms that were neither,
+// 0.57 CPUs running. It was busy all along, so its demand is the whole
+// period on its CPU, however it is replayed, not 0.57 CPUs' worth.
+func TestReplayBusyAllAlongWithAShortStall(t *testing.T) {
+	tr := limitedTrace(20*ms, recorded(), periodsOf([3]int64{20, 65, 1}, [3]int64{20, 65, 1}))
+	for _, m := range []Demand{DemandOpen, DemandTimed} {
+		d, _, err := reconstruct(tr, ReplayOptions{Demand: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var work time.Duration
+		for _, b := range d.bursts {
+			work += b.work
+		}
+		// Open: the first period's 80 ms missed are served by the
+		// second's 20 ms first; timed: each period is lost time.
+		if want := 200*ms - 20*ms; m == DemandOpen && work != want {
+			t.Errorf("%s: demand %v over two periods, want %v", m, work, want)
+		}
+		if want := 200 * ms; m == DemandTimed && work != want {
+			t.Errorf("%s: demand %v over two periods, want %v", m, work, want)
+		}
+	}
+	d, _, err := reconstruct(tr, ReplayOptions{Demand: DemandClosed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closed: the 80 ms not run are cut out, the second run follows the
+	// first at once.
+	checkBursts(t, d.bursts, []wantBurst{{0, 20 * ms, 1}, {20 * ms, 20 * ms, 1}})
 }

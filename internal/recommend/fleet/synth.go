@@ -197,9 +197,11 @@ const Synthetic = "synthetic"
 
 // recorded is a period of the given demand (CPUs) as a recording under
 // lim would show it, on par CPUs: within the quota, its usage; beyond it,
-// a throttled period that used the quota, ran on max(demand, par)... CPUs
-// until it ran out and stood still for the rest, so that its demand
-// (trace.Period.Demand) is the given one.
+// a throttled period that used the quota, ran at the demand's CPUs until
+// it ran out and stood still on par CPUs for the rest. Its demand as
+// trace.Period.Demand reads it back is the given one, except where that
+// is at least half of the CPUs it ran on or par: such a period reads back
+// as busy all along on them (a recording shows no other).
 func recorded(start int64, period time.Duration, lim cgroup.Limits, cpus float64, par int) trace.Period {
 	work := time.Duration(cpus * float64(period))
 	p := trace.Period{StartNs: start, EndNs: start + int64(period), UsageNs: int64(work), UsageMaxNs: int64(work),

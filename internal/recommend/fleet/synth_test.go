@@ -39,16 +39,18 @@ func repeat(v float64, n int) []float64 {
 	return out
 }
 
-// A group whose every period wants 0.7 CPU, under a quota of 0.5 on 2
-// CPUs, half its periods active: the synthetic trace's periods want 0.7
-// CPU on average (the histogram's sum), each within 0.7's bucket, each a
-// throttled period that used the quota, half the periods of its window.
+// A group whose every period wants 0.7 CPU on the 2 CPUs the kernel
+// stops (it pauses: not busy all along, trace.Period.Missed), under a
+// quota of 0.5 on 2 CPUs, half its periods active: the synthetic trace's
+// periods want 0.7 CPU on average (the histogram's sum), each within
+// 0.7's bucket, each a throttled period that used the quota, half the
+// periods of its window.
 func TestSynthesizeBusyUnderTightQuota(t *testing.T) {
 	s := Series{
 		Key: Key{Cgroup: "/tight"}, Window: 1000 * time.Second, End: time.Unix(0, 0),
 		QuotaCPUs: 0.5, PeriodSeconds: 0.1, Host: trace.Host{CPUs: 2},
 		Periods: 5000, Demand: histogramOf(r10, repeat(0.7, 5000)...),
-		Stopped: histogramOf([]float64{1, 2, 3, 4}, repeat(1, 5000)...),
+		Stopped: histogramOf([]float64{1, 2, 3, 4}, repeat(2, 5000)...),
 	}
 	tr, mu, err := Synthesize(s, SynthOptions{})
 	if err != nil {
@@ -63,8 +65,8 @@ func TestSynthesizeBusyUnderTightQuota(t *testing.T) {
 	sum := 0.0
 	for i, p := range tr.Periods {
 		d := p.DemandCPUs(2)
-		if d < 0.63-1e-6 || d > 0.8+1e-6 || !p.Throttled || p.UsageNs != 50e6 || p.StoppedCPUs != 1 {
-			t.Fatalf("period %d: demand %v CPUs, throttled %v, usage %d, stopped %d; want within the bucket (0.63, 0.8], true, 50ms, 1", i, d, p.Throttled, p.UsageNs, p.StoppedCPUs)
+		if d < 0.63-1e-6 || d > 0.8+1e-6 || !p.Throttled || p.UsageNs != 50e6 || p.StoppedCPUs != 2 {
+			t.Fatalf("period %d: demand %v CPUs, throttled %v, usage %d, stopped %d; want within the bucket (0.63, 0.8], true, 50ms, 2", i, d, p.Throttled, p.UsageNs, p.StoppedCPUs)
 		}
 		sum += d
 	}

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/hostfs"
+	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/recommend"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+type recommendFlags struct {
+	cgroup     string
+	cgroupRoot cgroupRoot
+	duration   time.Duration
+	out        string
+	target     string
+	maxCPUs    float64
+	kernel     string
+	hostCPUs   int
+	demand     string
+	json       bool
+	format     string
+	verify     bool
+	parent     string
+}
+
+func newRecommendCmd() *cobra.Command {
+	f := &recommendFlags{}
+	c := &cobra.Command{
+		Use:   "recommend (TRACE... | --cgroup PATH --duration D) [--target T] [--format F]",
+		Short: "advise a group's CPU limit — a quota, a burst, a thread cap, or none — from its per-period demand",
+		Long: `Reads what a group did in every period (a trace saved by cfsprobe run, record or
+simulate, or a live group recorded first with --cgroup), turns it back into
+the group's demand, and simulates that demand under candidate settings on a
+model of the kernel's bandwidth control (the one of cfsprobe simulate). It
+advises the setting that reserves the least CPU and still meets the target:
+
+  quota          a limit alone (limits.cpu), in millicores
+  quota + burst  a burst equal to the quota (kernel 5.14 and later): idle
+                 periods bank CPU time for the bursts that follow
+  thread cap     fewer threads (GOMAXPROCS, worker counts, through the CPU
+                 view) where the group ran more threads at once than its
+                 limit has CPUs, with the quota they need
+  no limit       where nothing up to --max-cpus meets the target
+
+A near-tie (within 5 %) goes to the simpler setting. Beside the advice are the
+current setting and the sizing rules in use, computed from the same data's
+minute-average usage and each predicted the same way: seed 003's p95 × 1.5,
+krr's simple strategy and VPA's target. Throttled periods are lower bounds of
+demand: the replay completes them (docs/simulate.md, "Replay"), so advice
+from a throttled group does not shrink toward the limit it ran under.
+
+Targets (--target):
+  throttled:1%   at most 1 % of periods throttled (the default)
+  stall:5ms      the 99th percentile of the periods' stall at most 5 ms
+  demand:p99     no throttling at the 99th percentile of demand
+
+Each TRACE is one group, named after its file (NAME=FILE names it). The model
+is the trace's host: the era of its kernel and its CPUs, unless --kernel and
+--host-cpus say otherwise. Outputs (--format): table (the default), json (a
+stable document, cfsprobe.recommend/v1), k8s (a strategic-merge patch per
+group: resources.limits.cpu and the thread cap's variables), markdown (for a
+review). docs/recommend.md describes the method.
+
+--verify checks the advice by running it (root: each rerun gets a cgroup of
+its own): for a trace of cfsprobe run (a built-in workload or a command),
+the workload runs again, one after another, under the recommendation, each
+peer's setting, the current setting and the reference (the same workload
+with the recommendation's thread cap and no limit), and each is shown
+predicted beside measured: throttled periods, p99 stall, CPU used, and the
+p99.9 latency of its operations. The recommendation met the target when run
+if its rerun meets the target and, when the workload has operations, its
+p99.9 is at most 2× the reference run's. A recording of a live group has
+no program cfsprobe started, so it cannot be verified. Progress goes to
+stderr.`,
+		Example: `  cfsprobe run --out api.json --cpus 0.2 bursty --threads 4 --on-cpu 40ms --off 960ms --duration 60s
+  cfsprobe recommend api.json
+  cfsprobe recommend --target stall:5ms --format markdown api.json worker=batch.json
+  cfsprobe recommend --cgroup /system.slice/nginx.service --duration 2m --out nginx.json
+  cfsprobe recommend --format k8s api.json > patch.yaml   # kubectl patch deployment api --patch-file patch.yaml
+  cfsprobe recommend --json --kernel 5.4 --host-cpus 16 --max-cpus 4 api.json
+  sudo cfsprobe recommend --verify api.json`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error { return runRecommend(c, f, args) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.cgroup, "cgroup", "", "record this live group first (its path as /proc/PID/cgroup shows it) for --duration, and advise on it")
+	f.cgroupRoot.addFlag(fl)
+	fl.DurationVar(&f.duration, "duration", 0, "with --cgroup: how long to record the group")
+	fl.StringVarP(&f.out, "out", "o", "", "with --cgroup: save the recorded trace to this file")
+	fl.StringVar(&f.target, "target", "throttled:1%", "what the advice must meet: throttled:PCT, stall:DURATION or demand:pN")
+	fl.Float64Var(&f.maxCPUs, "max-cpus", 0, "the most CPUs a limit may reserve before removing it is advised (default: the CPUs the group can use)")
+	fl.StringVar(&f.kernel, "kernel", "", "kernel era to model: "+sim.EraNames()+" (default: the era of the trace's kernel)")
+	fl.IntVar(&f.hostCPUs, "host-cpus", 0, "CPUs of the simulated host (default: the trace's host's)")
+	fl.StringVar(&f.demand, "demand", "", "closed, open or timed: what became of the work a throttled group could not do (default: from the trace; see cfsprobe simulate replay --help)")
+	fl.BoolVar(&f.json, "json", false, "print the advice as JSON (--format json)")
+	fl.StringVar(&f.format, "format", "", "output: table, json, k8s or markdown (default table)")
+	fl.BoolVar(&f.verify, "verify", false, "rerun each trace's workload under the recommendation, the peers', the current and no limit, and show measured beside predicted (root)")
+	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "with --verify: the group under which the reruns' groups are created")
+	return c
+}
+
+// options reads the flags into the recommender's options and the output
+// format. Its errors are the user's.
+func (f *recommendFlags) options(c *cobra.Command) (recommend.Options, recommend.Format, error) {
+	var opt recommend.Options
+	format := recommend.FormatTable
+	switch {
+	case f.format != "":
+		var err error
+		if format, err = recommend.ParseFormat(f.format); err != nil {
+			return opt, "", usageErr("--format %s: %v", f.format, err)
+		}
+		if f.json && format != recommend.FormatJSON {
+			return opt, "", usageErr("--json and --format %s ask for two outputs: give one", f.format)
+		}
+	case f.json:
+		format = recommend.FormatJSON
+	}
+	t, err := recommend.ParseTarget(f.target)
+	if err != nil {
+		return opt, "", usageErr("--target: %v", err)
+	}
+	opt.Target = t
+	if c.Flags().Changed("max-cpus") && (!(f.maxCPUs > 0) || math.IsInf(f.maxCPUs, 0)) {
+		return opt, "", usageErr("--max-cpus %v: give the most CPUs a limit may reserve, a positive number such as 4", f.maxCPUs)
+	}
+	opt.MaxCPUs = f.maxCPUs
+	if c.Flags().Changed("host-cpus") {
+		if f.hostCPUs < 1 || f.hostCPUs > sim.MaxCPUs {
+			return opt, "", usageErr("--host-cpus %d: give the simulated host's CPUs, 1 to %d", f.hostCPUs, sim.MaxCPUs)
+		}
+		opt.HostCPUs = f.hostCPUs
+	}
+	if c.Flags().Changed("kernel") {
+		if opt.Era, err = sim.ParseEra(f.kernel); err != nil {
+			return opt, "", usageErr("--kernel %s: %v", f.kernel, err)
+		}
+	}
+	if c.Flags().Changed("demand") {
+		if opt.Demand, err = sim.ParseDemand(f.demand); err != nil {
+			return opt, "", usageErr("--demand: %v", err)
+		}
+	}
+	return opt, format, nil
+}
+
+// live checks the flags of a live group: --cgroup with --duration, or
+// traces without them.
+func (f *recommendFlags) live(c *cobra.Command, args []string) (bool, error) {
+	live := c.Flags().Changed("cgroup")
+	switch {
+	case live && len(args) > 0:
+		return false, usageErr("give traces or --cgroup, not both: the traces would be advised without the live group")
+	case !live && len(args) == 0:
+		return false, usageErr("nothing to advise on: give traces (saved by cfsprobe run, record or simulate) or --cgroup PATH --duration D (see: cfsprobe recommend --help)")
+	case !live && c.Flags().Changed("duration"):
+		return false, usageErr("--duration is how long to record --cgroup: add --cgroup PATH, or leave --duration out for traces")
+	case !live && f.out != "":
+		return false, usageErr("--out saves the recording of --cgroup: add --cgroup PATH, or leave --out out for traces")
+	case live && !(f.duration > 0):
+		return false, usageErr("--cgroup needs --duration: how long to record the group, such as 2m")
+	}
+	if live && f.out != "" {
+		if err := checkWritable(f.out); err != nil {
+			return false, usageErr("cannot write the recording to %s: %v", f.out, err)
+		}
+	}
+	return live, nil
+}
+
+func runRecommend(c *cobra.Command, f *recommendFlags, args []string) error {
+	opt, format, err := f.options(c)
+	if err != nil {
+		return err
+	}
+	live, err := f.live(c, args)
+	if err != nil {
+		return err
+	}
+	if err := f.checkVerify(c, live); err != nil {
+		return err
+	}
+	var ins []recommend.Input
+	if live {
+		in, err := f.record()
+		if err != nil {
+			return err
+		}
+		ins = append(ins, in)
+	} else {
+		for _, a := range args {
+			name, tr, err := namedTrace(a)
+			if err != nil {
+				return err
+			}
+			ins = append(ins, recommend.Input{Name: name, Trace: tr})
+		}
+		if f.verify {
+			if err := rerunnable(ins); err != nil {
+				return err
+			}
+		}
+	}
+	groups, err := recommend.RecommendAll(ins, opt)
+	if err != nil {
+		var ie *recommend.InputError
+		if errors.As(err, &ie) {
+			return usageErr("%v", err)
+		}
+		return err
+	}
+	if f.verify {
+		if err := f.verifyAll(ins, groups); err != nil {
+			return err
+		}
+	}
+	var b bytes.Buffer
+	if err := recommend.Write(&b, format, groups); err != nil {
+		return err
+	}
+	_, err = c.OutOrStdout().Write(b.Bytes())
+	return err
+}
+
+// record follows the live group of --cgroup for --duration (as cfsprobe
+// record does) and returns it as the recommender's input.
+func (f *recommendFlags) record() (recommend.Input, error) {
+	root, err := f.cgroupRoot.open()
+	if err != nil {
+		return recommend.Input{}, err
+	}
+	host := hostfs.Default()
+	g, err := root.Find(monitor.Selector{Path: f.cgroup}, host)
+	if err != nil {
+		if errors.Is(err, monitor.ErrNoGroup) {
+			return recommend.Input{}, &exitError{2, err}
+		}
+		return recommend.Input{}, err
+	}
+	rec, err := lab.PrepareRecord(lab.RecordConfig{
+		Group: g, Duration: f.duration, Args: []string{f.cgroup}, Host: root.HostFacts(host),
+	})
+	if err != nil {
+		return recommend.Input{}, err
+	}
+	ctx, _, stop := signalContext()
+	defer stop()
+	fmt.Fprintf(os.Stderr, "cfsprobe: recording %s (%s) for %v\n", g.Path, g.ID.Name, f.duration)
+	tr, err := rec.Run(ctx)
+	if err != nil {
+		return recommend.Input{}, err
+	}
+	if f.out != "" {
+		if err := tr.WriteFile(f.out); err != nil {
+			return recommend.Input{}, err
+		}
+	}
+	return recommend.Input{Name: f.cgroup, Trace: tr}, nil
+}
+
+// namedTrace reads a trace argument, FILE or NAME=FILE: its name (the
+// file's without .json, unless given) and the trace. Its errors are the
+// user's.
+func namedTrace(arg string) (string, *trace.Trace, error) {
+	name, path, ok := strings.Cut(arg, "=")
+	if !ok {
+		path = arg
+		name = strings.TrimSuffix(filepath.Base(arg), ".json")
+	}
+	t, err := trace.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil, usageErr("trace %s does not exist: give the path of a trace saved with --out", path)
+	case errors.Is(err, io.EOF):
+		return "", nil, usageErr("trace %s is empty: give a trace saved by cfsprobe run, record or simulate with --out", path)
+	case err != nil:
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // the path is said once
+		}
+		return "", nil, usageErr("%s is not a cfsprobe trace (%v): give a file saved by cfsprobe run, record or simulate with --out", path, err)
+	}
+	return name, t, nil
+}
+
+// checkVerify checks the flags of --verify: traces, not a live group,
+// and --parent only with it.
+func (f *recommendFlags) checkVerify(c *cobra.Command, live bool) error {
+	switch {
+	case !f.verify && c.Flags().Changed("parent"):
+		return usageErr("--parent is where --verify reruns the workloads: add --verify, or leave --parent out")
+	case f.verify && live:
+		return usageErr("--verify reruns a trace's workload, and cfsprobe did not start the live group's program: run it with cfsprobe run --out FILE -- COMMAND and give FILE")
+	case f.verify:
+		return checkParent(f.parent)
+	}
+	return nil
+}
+
+// rerunnable checks that --verify can rerun every trace's workload; it
+// names the ones it cannot, before anything runs.
+func rerunnable(ins []recommend.Input) error {
+	var bad []string
+	for _, in := range ins {
+		if err := recommend.Rerunnable(in.Trace); err != nil {
+			bad = append(bad, fmt.Sprintf("%s (%v)", in.Name, err))
+		}
+	}
+	switch {
+	case len(bad) == 0:
+		return nil
+	case len(ins) == 1:
+		return usageErr("--verify cannot rerun %s", bad[0])
+	}
+	return usageErr("--verify cannot rerun %d of the %d traces, so none was run: %s", len(bad), len(ins), strings.Join(bad, "; "))
+}
+
+// verifyAll reruns every group's workload under its advice (after
+// checking them all) and sets what was measured in the groups.
+func (f *recommendFlags) verifyAll(ins []recommend.Input, groups []*recommend.Group) error {
+	plans := make([]*recommend.GroupVerify, len(groups))
+	for i, g := range groups {
+		opt := recommend.VerifyOptions{Parent: f.parent, Progress: func(k, n int, s recommend.Setting) {
+			fmt.Fprintf(os.Stderr, "cfsprobe: verify %s: rerun %d of %d under %s (%s)\n", g.Name, k+1, n, s, g.Roles(s))
+		}}
+		var err error
+		if plans[i], err = recommend.PrepareVerify(g, ins[i].Trace, opt); err != nil {
+			var ue *lab.UserError
+			if errors.As(err, &ue) {
+				return usageErr("--verify %s: %v", g.Name, err)
+			}
+			return err
+		}
+	}
+	ctx, sig, stop := signalContext()
+	defer stop()
+	for i, p := range plans {
+		v, err := p.Run(ctx)
+		if errors.Is(err, lab.ErrInterrupted) {
+			return interrupted(sig(), "the rerun was killed and its cgroup removed")
+		}
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", groups[i].Name, err)
+		}
+		groups[i].Verified = v
+		fmt.Fprintf(os.Stderr, "cfsprobe: verify %s: %s\n", groups[i].Name, v.Why)
+	}
+	return nil
+}

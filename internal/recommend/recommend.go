@@ -1,0 +1,597 @@
+package recommend
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// Input is one group to advise: its trace (a lab run, a recording of a
+// live group, or a synthetic trace built from Prometheus series, which
+// Spec.Synthetic names) and, optionally, its usage averaged over
+// consecutive one-minute windows for the peers' rules (nil: computed
+// from the trace's periods).
+type Input struct {
+	Name        string
+	Trace       *trace.Trace
+	MinuteUsage []float64
+}
+
+// Options say how to advise. Zero values take the defaults.
+type Options struct {
+	// Target is what the recommendation must meet (zero: DefaultTarget).
+	Target Target
+	// MaxCPUs is the most CPUs a limit may reserve before "remove the
+	// limit" is advised (0: the CPUs the group can use: its cpuset's, else
+	// the host's).
+	MaxCPUs float64
+	// Era and HostCPUs are the model's (""/0: the trace's host: the era
+	// of its kernel release, its CPUs).
+	Era      sim.Era
+	HostCPUs int
+	// StepMillicores is the grain of the quotas tried (0: 10m, one
+	// millisecond per 100 ms period, the kernel's smallest quota there).
+	StepMillicores int64
+	// Demand is the replay's method ("": the trace's, sim.TraceDemand).
+	Demand sim.Demand
+	// Seed is the model's (0: 1).
+	Seed uint64
+}
+
+// DefaultStepMillicores is Options.StepMillicores' default.
+const DefaultStepMillicores = 10
+
+// TieMargin is how much more CPU a simpler kind may reserve and still be
+// chosen: near-ties go to the simpler setting (quota < burst < thread
+// cap).
+const TieMargin = 0.05
+
+// Kind is what a candidate changes.
+type Kind string
+
+// The kinds, simplest first.
+const (
+	KindQuota   Kind = "quota"      // a quota (and the period) alone
+	KindBurst   Kind = "burst"      // a quota and a burst of the quota
+	KindThreads Kind = "thread-cap" // a quota and a thread cap
+	KindNoLimit Kind = "no-limit"   // remove the limit
+)
+
+// Kinds lists the kinds of limit tried, simplest first.
+var Kinds = []Kind{KindQuota, KindBurst, KindThreads}
+
+// Words is the kind for people.
+func (k Kind) Words() string {
+	switch k {
+	case KindBurst:
+		return "quota + burst"
+	case KindThreads:
+		return "thread cap"
+	case KindNoLimit:
+		return "remove the limit"
+	}
+	return "quota alone"
+}
+
+// Candidate is a setting tried, with its prediction.
+type Candidate struct {
+	Kind    Kind    `json:"kind"`
+	Setting Setting `json:"setting"`
+	// Prediction is nil when the kind was not tried.
+	Prediction *Prediction `json:"prediction,omitempty"`
+	Meets      bool        `json:"meets"`
+	// Note says why a kind was not tried, or that none of its settings
+	// up to MaxCPUs met the target (the one shown is the largest).
+	Note string `json:"note,omitempty"`
+}
+
+// Current is the group's setting as the trace found it.
+type Current struct {
+	Setting    Setting    `json:"setting"`
+	Prediction Prediction `json:"prediction"`
+	Meets      bool       `json:"meets"`
+	// Measured is what the trace itself shows (nil for a synthetic
+	// trace, which measured nothing per period).
+	Measured *Prediction `json:"measured,omitempty"`
+}
+
+// Recommendation is the advice: the chosen candidate and why.
+type Recommendation struct {
+	Candidate
+	Reason string `json:"reason"`
+}
+
+// Model is how the group was simulated: the kernel era and host, the
+// period, the most CPUs a limit may reserve, and how the demand was
+// read from the trace (trace.Replay, docs/simulate.md).
+type Model struct {
+	Era             sim.Era `json:"era"`
+	HostCPUs        int     `json:"host_cpus"`
+	PeriodNs        int64   `json:"period_ns"`
+	MaxCPUs         float64 `json:"max_cpus"`
+	StepMillicores  int64   `json:"step_millicores"`
+	Demand          string  `json:"demand"`
+	DemandFrom      string  `json:"demand_from"`
+	Parallelism     int     `json:"parallelism"`
+	ParallelismFrom string  `json:"parallelism_from"`
+	// DemandCPUs is the replay's demand averaged over the trace, in
+	// CPUs; UsedCPUs what the trace used.
+	DemandCPUs float64 `json:"demand_cpus"`
+	UsedCPUs   float64 `json:"used_cpus"`
+	// ThrottledPeriods of the trace: its demand there is censored (a
+	// lower bound, completed by the replay).
+	ThrottledPeriods int `json:"throttled_periods"`
+	Periods          int `json:"periods"`
+	// Simulations is how many simulated runs the advice took.
+	Simulations int `json:"simulations"`
+}
+
+// Group is the advice for one group.
+type Group struct {
+	Name string `json:"name"`
+	// Workload is the trace's spec.workload; Synthetic its
+	// spec.synthetic (a trace built from Prometheus series).
+	Workload    string         `json:"workload"`
+	Synthetic   string         `json:"synthetic,omitempty"`
+	Target      Target         `json:"target"`
+	Model       Model          `json:"model"`
+	Current     Current        `json:"current"`
+	Recommended Recommendation `json:"recommended"`
+	// Tried is the best candidate of each kind, simplest first.
+	Tried   []Candidate `json:"tried"`
+	Windows Windows     `json:"windows"`
+	Peers   []Peer      `json:"peers"`
+	// Verified is what reruns of the workload measured (cfsprobe
+	// recommend --verify: PrepareVerify); nil when it was not rerun.
+	Verified *Verified `json:"verified,omitempty"`
+}
+
+// InputError is an input the recommender cannot advise on: a trace
+// without periods, a kernel without a model, a host without CPUs. Its
+// message is one sentence saying what to give instead.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErr(format string, a ...any) error { return &InputError{fmt.Errorf(format, a...)} }
+
+// Recommend advises one group: the cheapest setting (least CPU reserved)
+// among quota alone, quota + burst and a thread cap that meets the
+// target on the simulator's prediction of the group's demand, else
+// removing the limit; beside it the current setting and the peers'
+// rules, each with its prediction. docs/recommend.md is the method.
+func Recommend(in Input, opt Options) (*Group, error) {
+	r, err := newRun(in, opt)
+	if err != nil {
+		return nil, err
+	}
+	return r.advise()
+}
+
+// RecommendAll advises every input, concurrently; the groups are in the
+// inputs' order. The first error is returned with its input's name.
+func RecommendAll(ins []Input, opt Options) ([]*Group, error) {
+	out := make([]*Group, len(ins))
+	errs := make([]error, len(ins))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(ins)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				out[i], errs[i] = Recommend(ins[i], opt)
+			}
+		}()
+	}
+	for i := range ins {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ins[i].Name, err)
+		}
+	}
+	return out, nil
+}
+
+// run is one group being advised.
+type run struct {
+	in      Input
+	target  Target
+	p       *predictor
+	period  time.Duration
+	cpuset  string
+	maxCPUs float64
+	step    int64
+	g       *Group
+}
+
+// newRun checks the input and sets up its model.
+func newRun(in Input, opt Options) (*run, error) {
+	tr := in.Trace
+	if tr == nil {
+		return nil, inputErr("no trace given")
+	}
+	if len(tr.Periods) == 0 {
+		return nil, &InputError{fmt.Errorf("the trace has no periods, so no demand to advise on: record the group for longer, while it runs: %w", sim.ErrNoPeriods)}
+	}
+	era := opt.Era
+	if era == "" {
+		var err error
+		if era, err = sim.EraOfRelease(tr.Host.Kernel); err != nil {
+			return nil, inputErr("the trace's kernel has no model (%v): give the kernel era to model (%s)", err, sim.EraNames())
+		}
+	}
+	cpus := opt.HostCPUs
+	if cpus == 0 {
+		cpus = tr.Host.CPUs
+	}
+	if cpus < 1 || cpus > sim.MaxCPUs {
+		return nil, inputErr("the trace does not say its host's CPUs (%d): give the host's CPUs", cpus)
+	}
+	target := opt.Target
+	if target.Kind == "" {
+		target = DefaultTarget
+	}
+	step := opt.StepMillicores
+	if step <= 0 {
+		step = DefaultStepMillicores
+	}
+	seed := opt.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	cur := tr.Limits.Cgroup()
+	period := cgroup.DefaultPeriod
+	if !cur.Unlimited() && cur.Period > 0 {
+		period = cur.Period
+	}
+	usable := cpus
+	if set, err := cgroup.ParseCPUList(cur.Cpuset); err == nil && len(set) > 0 && len(set) < usable {
+		usable = len(set)
+	}
+	maxCPUs := opt.MaxCPUs
+	if maxCPUs <= 0 {
+		maxCPUs = float64(usable)
+	}
+	demand, demandFrom := opt.Demand, ""
+	if demand == "" {
+		demand, demandFrom = demandOf(tr)
+	}
+	p, err := newPredictor(tr, era, cpus, seed, sim.ReplayOptions{Demand: demand, Source: in.Name})
+	if err != nil {
+		var fe *sim.FieldError
+		if errors.As(err, &fe) {
+			return nil, inputErr("the trace cannot be simulated on a %d-CPU host of kernel era %s: %v", cpus, era, err)
+		}
+		return nil, &InputError{err}
+	}
+	if cur.Burst > 0 && !p.burst {
+		return nil, inputErr("the trace's group has a %v burst, which kernel era %s does not have: give era %s or later", cur.Burst, era, sim.Era5_14)
+	}
+	rec := p.rec
+	if demandFrom != "" {
+		rec.DemandFrom = demandFrom
+	}
+	g := &Group{
+		Name: in.Name, Workload: tr.Spec.Workload, Synthetic: tr.Spec.Synthetic, Target: target,
+		Model: Model{Era: era, HostCPUs: cpus, PeriodNs: int64(period), MaxCPUs: maxCPUs, StepMillicores: step,
+			Demand: rec.Demand, DemandFrom: rec.DemandFrom, Parallelism: rec.Parallelism, ParallelismFrom: rec.ParallelismFrom,
+			Periods: len(tr.Periods)},
+	}
+	if span := tr.Periods[len(tr.Periods)-1].EndNs - tr.Periods[0].StartNs; span > 0 {
+		g.Model.DemandCPUs = float64(rec.DemandNs) / float64(span)
+		g.Model.UsedCPUs = float64(rec.UsageNs) / float64(span)
+	}
+	for _, pd := range tr.Periods {
+		if pd.Throttled {
+			g.Model.ThrottledPeriods++
+		}
+	}
+	g.Windows = minuteWindows(tr)
+	if in.MinuteUsage != nil {
+		g.Windows = Windows{UsageCPUs: in.MinuteUsage, Formed: fmt.Sprintf("%d one-minute windows given with the input", len(in.MinuteUsage))}
+	}
+	return &run{in: in, target: target, p: p, period: period, cpuset: cur.Cpuset, maxCPUs: maxCPUs, step: step, g: g}, nil
+}
+
+// demandOf is the replay's method for a trace: its workload's, when its
+// flags say (sim.TraceDemand: "params"); else, for a command or a
+// recorded group, which replay takes for a service (open), what its
+// throttled stretches show. A stretch that ended, the group running
+// unthrottled again, did all its work: what it used is its work, only
+// delayed (closed; open would count the work it caught up with twice).
+// A stretch that lasted to the end of the trace never caught up: the
+// group would have run all along (timed). The trace's last period does
+// not count: the end of the run or the recording cuts it short (a
+// command throttled until it exits is not throttled in the part of a
+// period it lived). Without throttling every method replays the usage
+// as it was (open).
+func demandOf(tr *trace.Trace) (sim.Demand, string) {
+	if d, from := sim.TraceDemand(tr.Spec); from == "params" {
+		return d, from
+	}
+	ps := tr.Periods
+	switch {
+	case len(ps) > 0 && ps[len(ps)-1].Throttled, len(ps) > 1 && ps[len(ps)-2].Throttled:
+		return sim.DemandTimed, "a throttled stretch lasted to the trace's end"
+	case slices.ContainsFunc(ps, func(p trace.Period) bool { return p.Throttled }):
+		return sim.DemandClosed, "every throttled stretch ended"
+	}
+	return sim.DemandOpen, "no throttled period"
+}
+
+// advise runs the method.
+func (r *run) advise() (*Group, error) {
+	g := r.g
+	tr := r.in.Trace
+	cur := Setting{Limits: tr.Limits.Cgroup()}
+	if cur.Limits.Period == 0 {
+		cur.Limits.Period = r.period
+	}
+	pred, err := r.p.predict(cur)
+	if err != nil {
+		return nil, err
+	}
+	g.Current = Current{Setting: cur, Prediction: pred, Meets: r.target.Met(pred)}
+	if tr.Spec.Synthetic == "" {
+		m := predictionOf(tr)
+		g.Current.Measured = &m
+	}
+
+	quota, err := r.cheapest(KindQuota, 0)
+	if err != nil {
+		return nil, err
+	}
+	burst := Candidate{Kind: KindBurst, Note: fmt.Sprintf("not tried: kernel era %s has no CPU burst (%s and later have it)", g.Model.Era, sim.Era5_14)}
+	if r.p.burst {
+		if burst, err = r.cheapest(KindBurst, 0); err != nil {
+			return nil, err
+		}
+	}
+	threads, err := r.threadCap(cur, quota)
+	if err != nil {
+		return nil, err
+	}
+	g.Tried = []Candidate{quota, burst, threads}
+	if err := r.choose(); err != nil {
+		return nil, err
+	}
+	for _, pr := range peerRules(g.Windows.UsageCPUs) {
+		peer, err := r.peer(pr)
+		if err != nil {
+			return nil, err
+		}
+		g.Peers = append(g.Peers, peer)
+	}
+	g.Model.Simulations = r.p.runs
+	return g, nil
+}
+
+// setting is the kind's setting of m millicores.
+func (r *run) setting(k Kind, m int64, threads int) Setting {
+	return milliSetting(m, r.period, r.cpuset, k == KindBurst, threads)
+}
+
+// minMillicores is the smallest quota tried: the kernel's minimum quota
+// in this period, rounded up to the step.
+func (r *run) minMillicores() int64 {
+	m := (int64(cgroup.MinQuota)*1000 + int64(r.period) - 1) / int64(r.period)
+	return r.roundUp(max(m, 1))
+}
+
+func (r *run) roundUp(m int64) int64 { return (m + r.step - 1) / r.step * r.step }
+
+// cheapest finds the fewest millicores of a kind (with a thread cap of
+// threads, 0: none) that meet the target, from the kernel's smallest
+// quota to MaxCPUs (or the cap's CPUs). When none does, the candidate is
+// the largest, with a note.
+func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
+	lo := r.minMillicores()
+	if k == KindBurst {
+		// Burst lends, it does not give: a quota below the group's
+		// average demand drains any allowance, however large, so a
+		// recording shorter than the time it takes to drain it would
+		// take a deficit in every period for meeting the target.
+		lo = max(lo, int64(math.Ceil(r.g.Model.DemandCPUs*1000/float64(r.step)))*r.step)
+	}
+	top := r.maxCPUs
+	if threads > 0 {
+		top = min(top, float64(threads))
+	}
+	hi := max(int64(math.Floor(top*1000/float64(r.step)))*r.step, lo)
+	m, ok, err := search(lo, hi, r.step, func(m int64) (bool, error) {
+		p, err := r.p.predict(r.setting(k, m, threads))
+		return r.target.Met(p), err
+	})
+	if err != nil {
+		return Candidate{}, err
+	}
+	s := r.setting(k, m, threads)
+	p, err := r.p.predict(s)
+	if err != nil {
+		return Candidate{}, err
+	}
+	c := Candidate{Kind: k, Setting: s, Prediction: &p, Meets: ok}
+	if !ok {
+		c.Note = fmt.Sprintf("none up to %s meets the target", cpus(float64(m)/1000))
+	}
+	return c, nil
+}
+
+// maxRetries bounds how often search looks above a point whose
+// neighbour failed.
+const maxRetries = 8
+
+// search finds the fewest millicores m in [lo, hi], in steps of step
+// from lo, for which meets(m) holds, by bisection: throttling is close
+// to monotone in the quota, but not exactly (where bursts fall in the
+// period shifts with it), so the point found is confirmed with the step
+// above it, and when that one fails the search goes on above it. ok is
+// false, with m = hi, when hi itself does not meet it.
+func search(lo, hi, step int64, meets func(m int64) (bool, error)) (m int64, ok bool, err error) {
+	if ok, err := meets(hi); err != nil || !ok {
+		return hi, false, err
+	}
+	fail, pass := lo-step, hi // fail: the most known (or, below lo, taken) to fail
+	for range maxRetries {
+		for pass-fail > step {
+			mid := fail + (pass-fail)/2/step*step
+			ok, err := meets(mid)
+			if err != nil {
+				return 0, false, err
+			}
+			if ok {
+				pass = mid
+			} else {
+				fail = mid
+			}
+		}
+		if pass+step > hi {
+			break
+		}
+		ok, err := meets(pass + step)
+		if err != nil {
+			return 0, false, err
+		}
+		if ok {
+			break
+		}
+		// Not monotone here: look above the neighbour that failed.
+		fail, pass = pass+step, hi
+	}
+	return pass, true, nil
+}
+
+// threadCap tries a thread cap where the group ran on more CPUs at once
+// than its limit has (the current limit, or, without one, the cheapest
+// quota): caps of the limit's CPUs rounded up and down, each with the
+// cheapest quota for it.
+func (r *run) threadCap(cur Setting, quota Candidate) (Candidate, error) {
+	par := r.g.Model.Parallelism
+	limit, of := cur.Limits.CPUs(), "its limit"
+	if cur.Limits.Unlimited() {
+		limit, of = quota.Setting.Limits.CPUs(), "the cheapest quota alone"
+		if !quota.Meets {
+			limit, of = r.maxCPUs, "--max-cpus"
+		}
+	}
+	var caps []int
+	for _, c := range []int{int(math.Ceil(limit - 1e-9)), int(math.Floor(limit + 1e-9))} {
+		if c >= 1 && c < par && (len(caps) == 0 || caps[0] != c) {
+			caps = append(caps, c)
+		}
+	}
+	if len(caps) == 0 {
+		return Candidate{Kind: KindThreads, Note: fmt.Sprintf("not tried: the group ran on at most %s at once, not more than %s has (%s)",
+			cpus(float64(par)), of, cpus(limit))}, nil
+	}
+	var best Candidate
+	for _, c := range caps {
+		cand, err := r.cheapest(KindThreads, c)
+		if err != nil {
+			return Candidate{}, err
+		}
+		if best.Prediction == nil || cand.Meets && (!best.Meets || reserved(cand) < reserved(best)) {
+			best = cand
+		}
+	}
+	return best, nil
+}
+
+// reserved is a candidate's CPU reserved (quota / period).
+func reserved(c Candidate) float64 { return c.Setting.Limits.CPUs() }
+
+// choose picks the recommendation among the candidates that meet the
+// target: the least CPU reserved, near-ties (TieMargin) going to the
+// simpler kind; none: remove the limit.
+func (r *run) choose() error {
+	g := r.g
+	var best *Candidate
+	for i := range g.Tried {
+		c := &g.Tried[i]
+		if c.Meets && (best == nil || reserved(*c) < reserved(*best)) {
+			best = c
+		}
+	}
+	if best == nil {
+		s := Setting{Limits: cgroup.Limits{Period: r.period, Cpuset: r.cpuset}}
+		p, err := r.p.predict(s)
+		if err != nil {
+			return err
+		}
+		g.Recommended = Recommendation{Candidate: Candidate{Kind: KindNoLimit, Setting: s, Prediction: &p, Meets: r.target.Met(p)}}
+		g.Recommended.Reason = r.reason()
+		return nil
+	}
+	for _, c := range g.Tried {
+		if c.Meets && reserved(c) <= reserved(*best)*(1+TieMargin) {
+			best = &c
+			break
+		}
+	}
+	g.Recommended = Recommendation{Candidate: *best}
+	g.Recommended.Reason = r.reason()
+	return nil
+}
+
+// peer predicts one peer rule.
+func (r *run) peer(pr peerRule) (Peer, error) {
+	m := max(int64(math.Ceil(pr.limit*1000-1e-9)), r.minMillicores())
+	s := milliSetting(m, r.period, r.cpuset, false, 0)
+	p, err := r.p.predict(s)
+	if err != nil {
+		return Peer{}, err
+	}
+	return Peer{Name: pr.name, Rule: pr.rule, Source: pr.source, RequestCPUs: pr.request, LimitCPUs: pr.limit, Why: pr.why,
+		Setting: s, Prediction: p, Meets: r.target.Met(p)}, nil
+}
+
+// reason says in words why the recommendation was chosen, against the
+// best of each other kind.
+func (r *run) reason() string {
+	g := r.g
+	rec := g.Recommended
+	var head string
+	switch rec.Kind {
+	case KindQuota:
+		head = fmt.Sprintf("a quota alone is enough: %s meets %s at the least CPU reserved", rec.Setting, g.Target)
+	case KindBurst:
+		head = fmt.Sprintf("the demand comes in bursts that idle periods can bank for: %s meets %s with %s reserved", rec.Setting, g.Target, cpus(reserved(rec.Candidate)))
+	case KindThreads:
+		head = fmt.Sprintf("the group ran on %d CPUs at once, more than the limit has: capped at %s it meets %s with %s reserved",
+			g.Model.Parallelism, threads(rec.Setting.Threads), g.Target, cpus(reserved(rec.Candidate)))
+	case KindNoLimit:
+		head = fmt.Sprintf("no limit up to %s (the most CPUs allowed) meets %s: remove the limit", cpus(r.maxCPUs), g.Target)
+	}
+	parts := []string{head}
+	for _, c := range g.Tried {
+		if c.Kind == rec.Kind {
+			continue
+		}
+		switch {
+		case c.Prediction == nil:
+			parts = append(parts, fmt.Sprintf("%s %s", c.Kind.Words(), c.Note))
+		case !c.Meets:
+			parts = append(parts, fmt.Sprintf("%s: none up to %s meets it (%s throttled there)", c.Kind.Words(), cpus(reserved(c)), pct(c.Prediction.ThrottledRatio)))
+		case rec.Kind != KindNoLimit && reserved(c) < reserved(rec.Candidate):
+			parts = append(parts, fmt.Sprintf("%s needs %s, within %s: the simpler setting is kept", c.Kind.Words(), cpus(reserved(c)), pct(TieMargin)))
+		default:
+			parts = append(parts, fmt.Sprintf("%s needs %s", c.Kind.Words(), cpus(reserved(c))))
+		}
+	}
+	return strings.Join(parts, "; ")
+}

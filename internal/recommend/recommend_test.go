@@ -1,0 +1,425 @@
+package recommend
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/golden"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// The fixtures are simulated runs (cfsprobe simulate --kernel 6.18
+// --host-cpus 2 ...) of the suites' scenarios and of the issue's cases,
+// named after the case; their spec.args say how each was made.
+
+func readFixture(t *testing.T, name string) *trace.Trace {
+	t.Helper()
+	tr, err := trace.ReadFile(filepath.Join("testdata", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func advise(t *testing.T, name string, opt Options) *Group {
+	t.Helper()
+	g, err := Recommend(Input{Name: name, Trace: readFixture(t, name)}, opt)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return g
+}
+
+func reservedOf(g *Group) float64 { return g.Recommended.Setting.Limits.CPUs() }
+
+// Where averages mislead: 4 threads busy 40 ms once a second, about 0.16
+// CPU on average. Every peer's limit is predicted throttled in more than
+// 20 % of the periods; cfsprobe's choice in at most 1 %, and it says
+// what it chose and why.
+func TestBurstyFourThreadsPeersAreThrottled(t *testing.T) {
+	g := advise(t, "bursty-4-threads-40ms-per-second-unlimited", Options{})
+	if u := g.Model.UsedCPUs; u < 0.14 || u > 0.18 {
+		t.Errorf("used %.3f CPUs, want about 0.16", u)
+	}
+	if len(g.Peers) != 3 {
+		t.Fatalf("%d peers, want seed 003, krr and VPA", len(g.Peers))
+	}
+	for _, p := range g.Peers {
+		if p.LimitCPUs < 0.14 || p.LimitCPUs > 0.3 {
+			t.Errorf("%s: limit %.3f CPUs, want 0.16 to 0.24 or so", p.Name, p.LimitCPUs)
+		}
+		if p.Prediction.ThrottledRatio <= 0.2 || p.Meets {
+			t.Errorf("%s (%s): predicted %.1f%% throttled, want more than 20%%", p.Name, p.Setting, 100*p.Prediction.ThrottledRatio)
+		}
+	}
+	rec := g.Recommended
+	if !rec.Meets || rec.Prediction.ThrottledRatio > 0.01 || rec.Kind == KindNoLimit {
+		t.Errorf("recommended %s %s: %.2f%% throttled, want a limit throttled in at most 1%%", rec.Kind, rec.Setting, 100*rec.Prediction.ThrottledRatio)
+	}
+	if !strings.Contains(rec.Reason, rec.Setting.String()) || !strings.Contains(rec.Reason, "quota alone") {
+		t.Errorf("reason %q: want the setting and how the other kinds fared", rec.Reason)
+	}
+	for _, c := range g.Tried {
+		if c.Meets && reserved(c) < reserved(rec.Candidate)/(1+TieMargin) {
+			t.Errorf("%s %s meets the target with less CPU than the recommendation %s", c.Kind, c.Setting, rec.Setting)
+		}
+	}
+}
+
+// Censored input: the same workload recorded under a too-tight limit
+// (0.2 CPU, throttled in most of its active periods) and without one:
+// the advice is within 15 %, not shrunk toward the limit.
+func TestCensoredTightLimit(t *testing.T) {
+	free := advise(t, "bursty-2-threads-80ms-per-second-unlimited", Options{})
+	tight := advise(t, "bursty-2-threads-80ms-per-second-0.2cpu", Options{})
+	if tight.Model.ThrottledPeriods == 0 {
+		t.Fatal("the tight trace has no throttled period: not the case under test")
+	}
+	a, b := reservedOf(free), reservedOf(tight)
+	t.Logf("unlimited: %s %s; under 0.2 CPU: %s %s", free.Recommended.Kind, free.Recommended.Setting, tight.Recommended.Kind, tight.Recommended.Setting)
+	if math.Abs(a-b) > 0.15*a || free.Recommended.Kind != tight.Recommended.Kind {
+		t.Errorf("recommended %s (%s) from the unlimited trace and %s (%s) from the throttled one: want the same kind within 15%%",
+			free.Recommended.Setting, free.Recommended.Kind, tight.Recommended.Setting, tight.Recommended.Kind)
+	}
+	if b <= 0.2*1.5 {
+		t.Errorf("recommended %s from a trace throttled at 0.2 CPU: shrunk toward the limit", tight.Recommended.Setting)
+	}
+}
+
+// threads-vs-quota 2x and 4x: CPU-bound threads, more than the quota's
+// CPUs. The advice is a thread cap, or a quota with as many CPUs as the
+// group runs threads at once.
+func TestThreadsVsQuota(t *testing.T) {
+	for _, name := range []string{"threads-vs-quota-2x", "threads-vs-quota-4x"} {
+		g := advise(t, name, Options{})
+		rec := g.Recommended
+		if !rec.Meets {
+			t.Errorf("%s: recommended %s does not meet the target", name, rec.Setting)
+		}
+		switch {
+		case rec.Kind == KindThreads:
+			if rec.Setting.Threads != 1 || reservedOf(g) > 1 {
+				t.Errorf("%s: thread cap %s, want 1 thread on at most 1 CPU", name, rec.Setting)
+			}
+		case reservedOf(g) < float64(g.Model.Parallelism)*0.95:
+			t.Errorf("%s: %s %s for %d threads at once: neither a thread cap nor enough quota", name, rec.Kind, rec.Setting, g.Model.Parallelism)
+		}
+		if g.Current.Meets || g.Current.Prediction.ThrottledRatio < 0.9 {
+			t.Errorf("%s: current %s predicted %.0f%% throttled, want about every period", name, g.Current.Setting, 100*g.Current.Prediction.ThrottledRatio)
+		}
+	}
+}
+
+// burst's no-burst: 30 ms of CPU about every 207 ms under 20 ms / 100
+// ms. A burst banks the idle periods' quota: it meets the target with
+// less CPU than a quota alone. On an era without burst it is not tried.
+func TestBurstSuiteNoBurst(t *testing.T) {
+	g := advise(t, "burst-no-burst", Options{})
+	if g.Recommended.Kind != KindBurst || g.Recommended.Setting.Limits.Burst != g.Recommended.Setting.Limits.Quota {
+		t.Errorf("recommended %s %s, want a quota with a burst of the quota", g.Recommended.Kind, g.Recommended.Setting)
+	}
+	if q := g.Tried[0]; !q.Meets || reserved(q) <= reservedOf(g) {
+		t.Errorf("quota alone %s (meets %v): want it to meet the target with more CPU than %s", q.Setting, q.Meets, g.Recommended.Setting)
+	}
+	old := advise(t, "burst-no-burst", Options{Era: sim.Era5_4})
+	if old.Recommended.Kind != KindQuota || old.Tried[1].Prediction != nil || !strings.Contains(old.Tried[1].Note, "no CPU burst") {
+		t.Errorf("era 5.4: recommended %s, burst tried %+v: want a quota, burst not tried", old.Recommended.Kind, old.Tried[1])
+	}
+}
+
+// Nothing up to --max-cpus meets the target: remove the limit.
+func TestNoLimitWhenNothingAffordable(t *testing.T) {
+	g := advise(t, "threads-vs-quota-2x", Options{MaxCPUs: 0.5})
+	rec := g.Recommended
+	if rec.Kind != KindNoLimit || !rec.Setting.Limits.Unlimited() || !rec.Meets {
+		t.Errorf("recommended %s %s (meets %v), want no limit", rec.Kind, rec.Setting, rec.Meets)
+	}
+	if !strings.Contains(rec.Reason, "remove the limit") {
+		t.Errorf("reason %q", rec.Reason)
+	}
+	for _, c := range g.Tried {
+		if c.Meets {
+			t.Errorf("%s %s meets the target under 0.5 CPUs", c.Kind, c.Setting)
+		}
+	}
+}
+
+// A looser target costs less: p99 stall ≤ 100 ms is met by a smaller
+// quota than throttled periods ≤ 1 %.
+func TestStallTarget(t *testing.T) {
+	strict := advise(t, "bursty-4-threads-40ms-per-second-unlimited", Options{})
+	loose := advise(t, "bursty-4-threads-40ms-per-second-unlimited", Options{Target: Target{Kind: TargetStall, MaxStallP99Ns: int64(100 * time.Millisecond)}})
+	if !loose.Recommended.Meets || loose.Recommended.Prediction.StallP99Ns > int64(100*time.Millisecond) {
+		t.Errorf("stall target: %s, p99 stall %v", loose.Recommended.Setting, time.Duration(loose.Recommended.Prediction.StallP99Ns))
+	}
+	if reservedOf(loose) >= reservedOf(strict) {
+		t.Errorf("stall ≤ 100ms took %s, throttled ≤ 1%% %s: want the looser target cheaper", loose.Recommended.Setting, strict.Recommended.Setting)
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	var ie *InputError
+	if _, err := Recommend(Input{Name: "x", Trace: readFixture(t, "no-periods")}, Options{}); !errors.As(err, &ie) || !errors.Is(err, sim.ErrNoPeriods) {
+		t.Errorf("no periods: %v, want an InputError wrapping sim.ErrNoPeriods", err)
+	}
+	old := readFixture(t, "burst-no-burst")
+	old.Host.Kernel = "2.6.32"
+	if _, err := Recommend(Input{Name: "x", Trace: old}, Options{}); !errors.As(err, &ie) || !strings.Contains(err.Error(), "give the kernel era") {
+		t.Errorf("kernel 2.6: %v, want an InputError asking for the era", err)
+	}
+	if _, err := Recommend(Input{Name: "x", Trace: old}, Options{Era: sim.Era5_14}); err != nil {
+		t.Errorf("kernel 2.6 with era 5.14 given: %v", err)
+	}
+	burst := readFixture(t, "burst-no-burst")
+	burst.Limits = trace.LimitsOf(cgroup.Limits{Period: 100 * time.Millisecond, Quota: 20 * time.Millisecond, Burst: 20 * time.Millisecond})
+	if _, err := Recommend(Input{Name: "x", Trace: burst}, Options{Era: sim.Era5_4}); !errors.As(err, &ie) || !strings.Contains(err.Error(), "burst") {
+		t.Errorf("burst on era 5.4: %v, want an InputError", err)
+	}
+}
+
+func TestRecommendAllKeepsOrderAndNamesErrors(t *testing.T) {
+	ins := []Input{
+		{Name: "a", Trace: readFixture(t, "burst-no-burst")},
+		{Name: "b", Trace: readFixture(t, "threads-vs-quota-2x")},
+	}
+	gs, err := RecommendAll(ins, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != 2 || gs[0].Name != "a" || gs[1].Name != "b" {
+		t.Errorf("groups %v", gs)
+	}
+	ins = append(ins, Input{Name: "empty", Trace: readFixture(t, "no-periods")})
+	if _, err := RecommendAll(ins, Options{}); err == nil || !strings.HasPrefix(err.Error(), "empty: ") {
+		t.Errorf("error %v, want it named after its input", err)
+	}
+}
+
+// The peers read the minute usage given with the input (the fleet's
+// Prometheus series) instead of the trace's.
+func TestGivenMinuteUsage(t *testing.T) {
+	g, err := Recommend(Input{Name: "x", Trace: readFixture(t, "burst-no-burst"), MinuteUsage: []float64{0.1, 0.2, 0.3, 0.4}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Windows.UsageCPUs) != 4 || !strings.Contains(g.Windows.Formed, "given") {
+		t.Errorf("windows %+v", g.Windows)
+	}
+	if want := promQuantile(0.95, []float64{0.1, 0.2, 0.3, 0.4}) * 1.5; math.Abs(g.Peers[0].LimitCPUs-want) > 1e-9 {
+		t.Errorf("seed 003 limit %v, want %v", g.Peers[0].LimitCPUs, want)
+	}
+}
+
+// search finds the least passing point, and does not stop at a pass
+// whose neighbour above fails (non-monotone).
+func TestSearch(t *testing.T) {
+	count := 0
+	cases := []struct {
+		name   string
+		pass   func(m int64) bool
+		want   int64
+		wantOK bool
+	}{
+		{"monotone", func(m int64) bool { return m >= 370 }, 370, true},
+		{"lowest", func(m int64) bool { return true }, 10, true},
+		{"none", func(m int64) bool { return false }, 2000, false},
+		{"only the top", func(m int64) bool { return m == 2000 }, 2000, true},
+		// A pass at 300 whose neighbour 310 fails: not the answer.
+		{"non-monotone", func(m int64) bool { return m == 300 || m >= 500 }, 500, true},
+	}
+	for _, c := range cases {
+		m, ok, err := search(10, 2000, 10, func(m int64) (bool, error) { count++; return c.pass(m), nil })
+		if err != nil || m != c.want || ok != c.wantOK {
+			t.Errorf("%s: %d %v %v, want %d %v", c.name, m, ok, err, c.want, c.wantOK)
+		}
+	}
+	if count > 5*20 {
+		t.Errorf("%d evaluations for 5 searches of 200 points: not a bisection", count)
+	}
+	boom := errors.New("boom")
+	if _, _, err := search(10, 2000, 10, func(m int64) (bool, error) { return m > 1000, boom }); !errors.Is(err, boom) {
+		t.Errorf("error %v, want boom", err)
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Target
+		text string
+	}{
+		{"throttled:1%", Target{Kind: TargetThrottled, MaxThrottledRatio: 0.01}, "throttled periods ≤ 1%"},
+		{"throttled:0.5", Target{Kind: TargetThrottled, MaxThrottledRatio: 0.005}, "throttled periods ≤ 0.5%"},
+		{"stall:5ms", Target{Kind: TargetStall, MaxStallP99Ns: int64(5 * time.Millisecond)}, "p99 stall ≤ 5ms"},
+		{"demand:p99", Target{Kind: TargetDemand, Percentile: 99, MaxThrottledRatio: 1 - 0.99}, "no throttling at p99 of demand (throttled periods ≤ 1%)"},
+	}
+	for _, c := range cases {
+		got, err := ParseTarget(c.in)
+		if err != nil || got.Kind != c.want.Kind || math.Abs(got.MaxThrottledRatio-c.want.MaxThrottledRatio) > 1e-12 ||
+			got.MaxStallP99Ns != c.want.MaxStallP99Ns || got.Percentile != c.want.Percentile || got.String() != c.text {
+			t.Errorf("%s: %+v %q %v, want %+v %q", c.in, got, got.String(), err, c.want, c.text)
+		}
+	}
+	for _, bad := range []string{"", "1%", "throttled:", "throttled:100%", "throttled:-1%", "throttled:NaN", "stall:5", "stall:-1ms", "demand:p0", "demand:p101", "latency:5ms"} {
+		if _, err := ParseTarget(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// minute windows: whole minutes from the first period; a trace shorter
+// than a minute is one window.
+func TestMinuteWindows(t *testing.T) {
+	periods := func(n int, usage int64) []trace.Period {
+		ps := make([]trace.Period, n)
+		for i := range ps {
+			ps[i] = trace.Period{StartNs: int64(i) * 1e8, EndNs: int64(i+1) * 1e8, UsageNs: usage, Kernel: true}
+		}
+		return ps
+	}
+	long := &trace.Trace{Periods: periods(1500, 5e7)} // 150 s at half a CPU
+	w := minuteWindows(long)
+	if len(w.UsageCPUs) != 2 || math.Abs(w.UsageCPUs[0]-0.5) > 1e-9 || !strings.Contains(w.Formed, "2 one-minute windows") || !strings.Contains(w.Formed, "30s left out") {
+		t.Errorf("150 s: %+v", w)
+	}
+	short := &trace.Trace{Periods: periods(300, 2e7)} // 30 s at 0.2 CPU
+	w = minuteWindows(short)
+	if len(w.UsageCPUs) != 1 || math.Abs(w.UsageCPUs[0]-0.2) > 1e-9 || !strings.Contains(w.Formed, "whole 30s trace as one window") {
+		t.Errorf("30 s: %+v", w)
+	}
+}
+
+// The peers' rules on known usage.
+func TestPeerRules(t *testing.T) {
+	if got := promQuantile(0.95, []float64{1, 2, 3, 4, 5}); math.Abs(got-4.8) > 1e-9 {
+		t.Errorf("p95 of 1..5 = %v, want 4.8 (linear between ranks, as Prometheus)", got)
+	}
+	// VPA: 0.5 CPU falls in an exponential bucket (0.01 × 1.05^b wide:
+	// 0.035 CPUs there); the target is the bucket's end plus 15 %.
+	if got := vpaTarget([]float64{0.5, 0.5, 0.5}); got < 0.5*1.15 || got > 0.535*1.15 {
+		t.Errorf("VPA target of 0.5 CPU = %v, want 0.575 to 0.615", got)
+	}
+	if got := vpaTarget([]float64{0.001}); got != vpaMinCPUs {
+		t.Errorf("VPA target of 1m = %v, want the 25m minimum", got)
+	}
+	// p90: of twenty samples, eighteen at 0.1 and two at 1 (the newest,
+	// weighing a little more): the 1 CPU bucket; nineteen and one: 0.1.
+	some := func(n int, then float64) []float64 {
+		u := make([]float64, 20)
+		for i := range u {
+			u[i] = 0.1
+			if i >= n {
+				u[i] = then
+			}
+		}
+		return u
+	}
+	if got := vpaTarget(some(18, 1)); got < 1.15 {
+		t.Errorf("VPA target of 18 × 0.1, 2 × 1 = %v, want the 1 CPU bucket", got)
+	}
+	if got := vpaTarget(some(19, 1)); got > 0.115*1.15 {
+		t.Errorf("VPA target of 19 × 0.1, 1 × 1 = %v, want the 0.1 CPU bucket", got)
+	}
+	rules := peerRules([]float64{0.1, 0.2})
+	if len(rules) != 3 || math.Abs(rules[0].limit-1.5*promQuantile(0.95, []float64{0.1, 0.2})) > 1e-12 || rules[1].limit != rules[1].request {
+		t.Errorf("rules %+v", rules)
+	}
+}
+
+func TestSettingJSONRoundTrip(t *testing.T) {
+	s := milliSetting(370, 100*time.Millisecond, "0-1", true, 2)
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Setting
+	if err := json.Unmarshal(b, &back); err != nil || back != s {
+		t.Errorf("%s -> %+v (%v), want %+v", b, back, err, s)
+	}
+	if s.Millicores() != 370 || !strings.Contains(string(b), `"millicores":370`) {
+		t.Errorf("millicores %d, json %s", s.Millicores(), b)
+	}
+	if m := milliSetting(1, 100*time.Millisecond, "", false, 0); m.Limits.Quota != cgroup.MinQuota {
+		t.Errorf("1m: quota %v, want the kernel's minimum", m.Limits.Quota)
+	}
+}
+
+// Golden outputs of two fixed fixtures: one advised a burst, one a
+// thread cap (with the k8s patch's variables).
+func TestOutputsGolden(t *testing.T) {
+	gs, err := RecommendAll([]Input{
+		{Name: "burst-no-burst", Trace: readFixture(t, "burst-no-burst")},
+		{Name: "threads-vs-quota-2x", Trace: readFixture(t, "threads-vs-quota-2x")},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Formats {
+		var b bytes.Buffer
+		if err := Write(&b, f, gs); err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, goldenFile("recommend", f), b.Bytes())
+	}
+	var b bytes.Buffer
+	if err := JSON(&b, gs); err != nil {
+		t.Fatal(err)
+	}
+	var doc Document
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || doc.Schema != Schema || len(doc.Groups) != 2 ||
+		doc.Groups[1].Recommended.Setting != gs[1].Recommended.Setting {
+		t.Errorf("the JSON does not read back: %v", err)
+	}
+}
+
+// A recorded group (no workload flags) is replayed by what its throttled
+// stretches show: closed when every one ended, timed when one lasted to
+// the end, open without throttling. Recorded so, the censored case holds
+// too.
+func TestDemandOfRecordings(t *testing.T) {
+	recorded := func(name string) *trace.Trace {
+		tr := readFixture(t, name)
+		tr.Spec = trace.Spec{Workload: "recorded"}
+		return tr
+	}
+	free, tight := recorded("bursty-2-threads-80ms-per-second-unlimited"), recorded("bursty-2-threads-80ms-per-second-0.2cpu")
+	if d, _ := demandOf(free); d != sim.DemandOpen {
+		t.Errorf("unthrottled recording: %s, want open", d)
+	}
+	if d, _ := demandOf(tight); d != sim.DemandClosed {
+		t.Errorf("stretches that ended: %s, want closed", d)
+	}
+	cut := *tight
+	for len(cut.Periods) > 0 && !cut.Periods[len(cut.Periods)-1].Throttled {
+		cut.Periods = cut.Periods[:len(cut.Periods)-1]
+	}
+	if d, _ := demandOf(&cut); d != sim.DemandTimed {
+		t.Errorf("a stretch to the end: %s, want timed", d)
+	}
+	a, err := Recommend(Input{Name: "free", Trace: free}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Recommend(Input{Name: "tight", Trace: tight}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded unlimited: %s; under 0.2 CPU: %s", a.Recommended.Setting, b.Recommended.Setting)
+	if x, y := reservedOf(a), reservedOf(b); math.Abs(x-y) > 0.15*x {
+		t.Errorf("recorded: %s from the unlimited trace, %s from the throttled one: want within 15%%", a.Recommended.Setting, b.Recommended.Setting)
+	}
+}
+
+// goldenFile is the golden file of an output in a format.
+func goldenFile(name string, f Format) string {
+	ext := map[Format]string{FormatTable: "txt", FormatJSON: "json", FormatK8s: "yaml", FormatMarkdown: "md"}[f]
+	return filepath.Join("testdata", "golden", name+"."+ext)
+}
