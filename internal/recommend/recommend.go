@@ -410,9 +410,20 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 	}
 	top := r.maxCPUs
 	if threads > 0 {
-		top = min(top, float64(threads))
+		// A capped thread keeps its CPU busy for the whole period, and
+		// at exactly its CPU's quota the kernel's accounting throttles
+		// it now and then (threads-vs-quota 2x capped at 1 thread under
+		// 1 CPU: 1 of 41 periods), which the model does not: the quota
+		// is at least threadSlack above the cap, and at most the cap
+		// plus that.
+		floor := float64(threads) * (1 + threadSlack)
+		lo = max(lo, int64(math.Ceil(floor*1000/float64(r.step)))*r.step)
+		top = min(top, floor)
 	}
-	hi := max(int64(math.Floor(top*1000/float64(r.step)))*r.step, lo)
+	hi := int64(math.Floor(top*1000/float64(r.step))) * r.step
+	if hi < lo {
+		return Candidate{Kind: k, Note: fmt.Sprintf("not tried: its quota would be above %s", cpus(r.maxCPUs))}, nil
+	}
 	m, ok, err := search(lo, hi, r.step, func(m int64) (bool, error) {
 		p, err := r.p.predict(r.setting(k, m, threads))
 		return r.target.Met(p), err
@@ -431,6 +442,9 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 	}
 	return c, nil
 }
+
+// threadSlack is how far above a thread cap its quota is set.
+const threadSlack = 0.05
 
 // maxRetries bounds how often search looks above a point whose
 // neighbour failed.

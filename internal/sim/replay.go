@@ -215,14 +215,15 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		used += p.usage
 		b := burst{at: p.start, work: p.usage, par: cpus(max(float64(par), p.running))}
 		// What it missed while it was not running (trace.Period.Missed:
-		// on the CPUs it ran on for its stall, or, busy all along, on the
-		// CPUs the kernel stopped for all the time it did not run).
-		ran, notRun := tr.Periods[i].Missed(most)
+		// the CPUs the kernel stopped, or ran on when more, for its stall,
+		// or, busy all along, for all the time it did not run).
+		missedCPUs, notRun := tr.Periods[i].Missed(most)
 		if p.stall > 0 {
 			// It ran from the period's start until it was stopped, on
 			// the CPUs the kernel stopped.
-			b.par = cpus(max(p.running, float64(p.stopped)))
+			b.par = missedCPUs
 		}
+		missed := time.Duration(missedCPUs * float64(notRun))
 		switch method {
 		case DemandClosed:
 			b.at -= cut
@@ -230,8 +231,6 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		case DemandOpen:
 			served := min(backlog, b.work)
 			backlog -= served
-			// The period's demand beyond its usage (trace.Period.Demand).
-			missed := time.Duration(ran * float64(notRun))
 			backlog += missed
 			b.work += missed - served
 			if p.stall == 0 && p.running < float64(par) {
@@ -240,7 +239,10 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 			}
 		case DemandTimed:
 			if p.stall > 0 {
-				b.par, b.wall = ran, p.length
+				// It would have run what it ran and what it missed,
+				// spread over the period.
+				b.work += missed
+				b.par, b.wall = min(float64(b.work)/float64(p.length), most), p.length
 				b.work = time.Duration(b.par * float64(p.length))
 			}
 		}

@@ -115,7 +115,7 @@ func TestReplayOpenCarriesTheBacklog(t *testing.T) {
 	// One CPU of work while running: a period busy all along (40 ms
 	// run, 60 ms stall), then one that paused (20 ms of usage in the
 	// 60 ms it was not stopped, a 40 ms stall); then a period of 90 ms
-	// that served the backlog left and some of its own, and one of
+	// that served the backlog left and 10 ms of its own, and one of
 	// 20 ms when it had caught up.
 	tr := limitedTrace(40*ms, recorded(), periodsOf([3]int64{40, 60, 1}, [3]int64{20, 40, 1}, [3]int64{90, 0, 0}, [3]int64{20, 0, 0}))
 	d, rec, err := reconstruct(tr, ReplayOptions{})
@@ -123,9 +123,10 @@ func TestReplayOpenCarriesTheBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Period 0 missed the 60 ms it did not run. Period 1 ran 0.33 CPUs
-	// while not stopped, less than busyShare: its stall missed 13.3 ms,
-	// and its usage served the first period's backlog.
-	p1 := 20 * ms * 40 / 60
+	// while not stopped, less than busyShare (it paused): it missed its
+	// stopped CPU's 40 ms of stall, and its usage served the first
+	// period's backlog.
+	p1 := 40 * ms
 	checkBursts(t, d.bursts, []wantBurst{{0, 100 * ms, 1}, {100 * ms, p1, 1}, {200 * ms, 90*ms - (60*ms - 20*ms + p1), 1}, {300 * ms, 20 * ms, 1}})
 	if rec.Demand != "open" || rec.DemandFrom != "default" || rec.ParallelismFrom != "stopped_cpus" {
 		t.Errorf("record %+v: want open by default for a recorded group", rec)
@@ -363,4 +364,18 @@ func TestReplayBusyAllAlongWithAShortStall(t *testing.T) {
 	// Closed: the 80 ms not run are cut out, the second run follows the
 	// first at once.
 	checkBursts(t, d.bursts, []wantBurst{{0, 20 * ms, 1}, {20 * ms, 20 * ms, 1}})
+}
+
+// bursty --on 50ms --off 50ms under 0.1 CPU: in each period it runs
+// 10 ms, is stopped for 37 ms (its burst's wall time runs out during the
+// stall) and sleeps the rest. Timed, it would have run the 10 ms and
+// the stopped CPU's 37 ms: 0.47 CPUs over the period, not its running
+// CPUs (0.16) over the period.
+func TestReplayTimedCountsTheStoppedCPUsStall(t *testing.T) {
+	tr := limitedTrace(10*ms, recorded(), periodsOf([3]int64{10, 37, 1}, [3]int64{10, 37, 1}))
+	d, _, err := reconstruct(tr, ReplayOptions{Demand: DemandTimed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBursts(t, d.bursts, []wantBurst{{0, 47 * ms, 0.47}, {100 * ms, 47 * ms, 0.47}})
 }

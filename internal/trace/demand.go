@@ -52,15 +52,15 @@ func (p Period) Running() float64 {
 }
 
 // Missed is the work a throttled period missed while it did not run: on
-// cpus CPUs for notRun. While it was not stopped it ran on Running CPUs,
-// and missed their work for its stall; but a period in which it kept at
-// least BusyShare of the CPUs it ran on or the kernel stopped busy was
-// busy all along (it ran from the period's start until it was stopped,
-// on those CPUs): the time it did not run on them is the throttling's,
-// not a pause, whatever part of it the kernel counted as stall. The CPUs
-// are taken as WholeCPUs does, at most maxCPUs (0 or less: no bound; the
-// CPUs the group could use). A period not throttled missed nothing: its
-// Running CPUs for no time.
+// cpus CPUs for notRun. It ran from the period's start until it was
+// stopped, on the CPUs the kernel stopped (or ran on, when more), and
+// those had runnable threads for the stall: it missed their work for the
+// stall. A period in which it kept at least BusyShare of those CPUs busy
+// while not stopped was busy all along: the time it did not run on them
+// is the throttling's, not a pause, whatever part of it the kernel
+// counted as stall. The CPUs are taken as WholeCPUs does, at most
+// maxCPUs (0 or less: no bound; the CPUs the group could use). A period
+// not throttled missed nothing: its Running CPUs for no time.
 func (p Period) Missed(maxCPUs float64) (cpus float64, notRun time.Duration) {
 	bound := func(c float64) float64 {
 		c = WholeCPUs(c)
@@ -74,10 +74,11 @@ func (p Period) Missed(maxCPUs float64) (cpus float64, notRun time.Duration) {
 	if s == 0 {
 		return bound(running), 0
 	}
-	if par := bound(max(running, float64(p.Stopped()))); par > 0 && running >= par*BusyShare {
-		return par, max(p.Length()-time.Duration(float64(max(p.UsageNs, 0))/par), 0)
+	cpus = bound(max(running, float64(p.Stopped())))
+	if cpus > 0 && running >= cpus*BusyShare {
+		return cpus, max(p.Length()-time.Duration(float64(max(p.UsageNs, 0))/cpus), 0)
 	}
-	return bound(running), s
+	return cpus, s
 }
 
 // BusyShare is the share of the CPUs a throttled period stopped (or ran

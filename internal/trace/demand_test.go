@@ -21,9 +21,9 @@ func TestPeriodDemand(t *testing.T) {
 		// 1.05 running CPUs is one CPU read a little late: busy all along
 		// on one.
 		{"running CPUs a little above a whole number", Period{EndNs: 100 * ms, UsageNs: 52500000, Throttled: true, StallNs: 50 * ms, StoppedCPUs: 1}, 0, 100 * time.Millisecond},
-		// 0.2 CPUs running of the 2 stopped: it paused; its stall missed
-		// the work of 0.2 CPUs.
-		{"not busy all along", Period{EndNs: 100 * ms, UsageNs: 10 * ms, Throttled: true, StallNs: 50 * ms, StoppedCPUs: 2}, 0, 10*time.Millisecond + 10*time.Millisecond},
+		// 0.2 CPUs running of the 2 stopped: it paused, but the 2 stopped
+		// CPUs had runnable threads for the stall.
+		{"not busy all along", Period{EndNs: 100 * ms, UsageNs: 10 * ms, Throttled: true, StallNs: 50 * ms, StoppedCPUs: 2}, 0, 10*time.Millisecond + 100*time.Millisecond},
 		// Written before stall_ns: throttled_ns over the stopped CPUs.
 		// (80 ms on 2 CPUs; it ran 1 CPU for 20 ms: busy all along on 2.)
 		{"old trace: stall from the throttled time", Period{EndNs: 100 * ms, UsageNs: 20 * ms, Throttled: true, ThrottledNs: 160 * ms, StoppedCPUs: 2}, 0, 200 * time.Millisecond},

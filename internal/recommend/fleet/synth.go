@@ -197,11 +197,12 @@ const Synthetic = "synthetic"
 
 // recorded is a period of the given demand (CPUs) as a recording under
 // lim would show it, on par CPUs: within the quota, its usage; beyond it,
-// a throttled period that used the quota, ran at the demand's CPUs until
-// it ran out and stood still on par CPUs for the rest. Its demand as
-// trace.Period.Demand reads it back is the given one, except where that
-// is at least half of the CPUs it ran on or par: such a period reads back
-// as busy all along on them (a recording shows no other).
+// a throttled period that used the quota and stood still on par CPUs for
+// as long as they missed the rest. Its demand as trace.Period.Demand
+// reads it back is the given one, except where the group then ran on at
+// least half of par CPUs while not stopped: such a period reads back as
+// busy all along on them (a recording shows no other), and where the rest
+// is more than par CPUs can miss in the period.
 func recorded(start int64, period time.Duration, lim cgroup.Limits, cpus float64, par int) trace.Period {
 	work := time.Duration(cpus * float64(period))
 	p := trace.Period{StartNs: start, EndNs: start + int64(period), UsageNs: int64(work), UsageMaxNs: int64(work),
@@ -209,9 +210,10 @@ func recorded(start int64, period time.Duration, lim cgroup.Limits, cpus float64
 	if lim.Unlimited() || work <= lim.Quota {
 		return p
 	}
-	// usage × period / (period − stall) = work: it ran at work/period CPUs.
+	// usage + par × stall = work: the par stopped CPUs missed the rest
+	// (trace.Period.Missed), at most 99 % of the period.
 	used := lim.Quota
-	stall := time.Duration(float64(period) * (1 - float64(used)/float64(work)))
+	stall := min((work-used)/time.Duration(par), period-period/100)
 	p.UsageNs, p.UsageMaxNs = int64(used), int64(used)
 	p.Throttled, p.StallNs, p.StoppedCPUs = true, int64(stall), par
 	p.ThrottledNs = int64(stall) * int64(par)
