@@ -1,37 +1,37 @@
-# cfsprobe's container image: one static binary on distroless, running as nobody.
+# cfsprobe's container image: the static binary the Makefile builds, FROM
+# scratch, running as nobody (65534). Nothing is pulled and nothing runs
+# during the build: it builds offline, for any architecture.
 #
-#   docker build -t ghcr.io/cfsprobe/cfsprobe:latest .
-#   docker build --target debug -t ghcr.io/cfsprobe/cfsprobe:latest-debug .
+#   make image                                  # cfsprobe:<version>, cfsprobe:<version>-debug
+#   make image IMAGE=ghcr.io/cfsprobe/cfsprobe:latest
 #
-# The default image has no shell; the debug target adds busybox (/busybox/sh)
-# for deploy/kubernetes/check-daemonset*.yaml, which runs the check and then
-# waits. Commands that need root (run, suite, check, cleanup) get it from the
-# pod's securityContext, not from the image. Multi-arch:
-#   docker buildx build --platform linux/amd64,linux/arm64 -t ... .
+# `make image` builds bin/cfsprobe (CGO_ENABLED=0, with the C engine and
+# the cpuview preload library embedded), stages it in build/image/ with
+# Debian's busybox-static and a link per busybox applet, and builds this
+# file's two targets from that directory with the legacy builder
+# (DOCKER_BUILDKIT=0 docker build -f Dockerfile build/image). The context
+# holds nothing else:
+#   cfsprobe          the binary
+#   busybox/busybox   /bin/busybox of busybox-static, and busybox/sh,
+#                     busybox/sleep, ... links to it (the debug target only)
+#
+# The default image has no shell. The debug target adds busybox at
+# /busybox (/busybox/sh, PATH=/busybox) for deploy/kubernetes/
+# check-daemonset*.yaml, which runs the check and then waits. Commands that
+# need root (run, suite, check, cleanup) get it from the pod's
+# securityContext or `docker run --user 0`, not from the image.
+#
+# Another architecture: see README.md, "The image".
 
-# go.mod asks for go 1.26.8; golang:1.26 is the newest 1.26 release (pull it
-# again if a cached one is older).
-# The build stage runs on the target platform (under emulation for the
-# other architecture): the binary embeds two C programs (the workloads' engine
-# and the cpuview preload library) that the image's gcc builds natively.
-FROM golang:1.26 AS build
-WORKDIR /src
-COPY go.mod go.sum ./
-RUN go mod download
-COPY . .
-ARG VERSION=dev
-RUN make native && CGO_ENABLED=0 \
-    go build -trimpath \
-      -ldflags "-s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=${VERSION}" \
-      -o /out/cfsprobe ./cmd/cfsprobe
-
-FROM gcr.io/distroless/static:debug-nonroot AS debug
-COPY --from=build /out/cfsprobe /cfsprobe
-USER 65534
+FROM scratch AS debug
+COPY busybox/ /busybox/
+ENV PATH=/busybox
+COPY cfsprobe /cfsprobe
+USER 65534:65534
 ENTRYPOINT ["/cfsprobe"]
 
 # The default target comes last.
-FROM gcr.io/distroless/static:nonroot
-COPY --from=build /out/cfsprobe /cfsprobe
-USER 65534
+FROM scratch
+COPY cfsprobe /cfsprobe
+USER 65534:65534
 ENTRYPOINT ["/cfsprobe"]

@@ -10,9 +10,14 @@ LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # qemu + a stock kernel + busybox + cpio (cgroup v2 guest), chromium (report
 # tests and make screenshot), tmux (cfsprobe top in a real terminal), gcc,
 # g++ and libc6-dev (the cpuview preload library and its C/C++ tests), nginx
-# (worker_processes auto under the CPU view), prometheus (with promtool: the
-# fleet recommender's test against a real server, and bench/run.sh fleet).
-APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx prometheus
+# (worker_processes auto under the CPU view), docker.io (make image and the
+# tests on a private dockerd; busybox-static is the debug image's shell) and
+# prometheus (with promtool: the tests of deploy/prometheus/ and the fleet
+# recommender's test with a real Prometheus, and bench/run.sh fleet),
+# systemd (systemd-analyze verify and security of deploy/systemd/, and
+# systemd-socket-activate; installing it starts nothing where systemd is
+# not PID 1).
+APT_PACKAGES := sysbench qemu-system-x86 linux-image-amd64 busybox-static cpio chromium tmux gcc g++ libc6-dev nginx docker.io prometheus systemd
 GOSRC := $(shell find . -name '*.go' -not -path './bin/*' 2>/dev/null) go.mod go.sum
 # The cpuview preload library (native/cpuview/README.md). internal/cpuview
 # embeds the directory it is built into, so every target that compiles Go
@@ -31,7 +36,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build deps test test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image k8s-bins helm-bin deps test leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -41,6 +46,30 @@ $(BIN): $(GOSRC) $(NATIVE)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/cfsprobe
 
 native: $(NATIVE)
+
+# image builds cfsprobe's container image from the Dockerfile, offline:
+# the binary built above and Debian's busybox-static with a link per
+# applet (the debug variant's shell and tools) are staged in build/image/,
+# the build's whole context, and the Dockerfile's two targets are built
+# from it with the legacy builder on the daemon DOCKER_HOST names:
+# $(IMAGE) (no shell) and $(IMAGE)-debug. The build runs nothing in a
+# container. PLATFORM (linux/arm64) labels the images for another
+# architecture whose binary and busybox were given (README: "The image").
+IMAGE ?= cfsprobe:$(VERSION)
+BUSYBOX ?= /bin/busybox
+PLATFORM ?=
+IMAGE_CONTEXT := build/image
+image: $(BIN)
+	@command -v docker >/dev/null && [ -x $(BUSYBOX) ] || $(MAKE) deps
+	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)/busybox
+	cp $(BIN) $(IMAGE_CONTEXT)/cfsprobe
+	cp $(BUSYBOX) $(IMAGE_CONTEXT)/busybox/busybox
+	@# The applets of the busybox given, or of this machine's when it is another architecture's.
+	for a in $$($(BUSYBOX) --list 2>/dev/null || /bin/busybox --list); do \
+		[ "$$a" = busybox ] || ln -s busybox $(IMAGE_CONTEXT)/busybox/$$a; \
+	done
+	DOCKER_BUILDKIT=0 docker build -q $(if $(PLATFORM),--platform $(PLATFORM)) --target debug -t $(IMAGE)-debug -f Dockerfile $(IMAGE_CONTEXT)
+	DOCKER_BUILDKIT=0 docker build -q $(if $(PLATFORM),--platform $(PLATFORM)) -t $(IMAGE) -f Dockerfile $(IMAGE_CONTEXT)
 
 preload: $(PRELOAD)
 
@@ -80,8 +109,35 @@ deps:
 
 # test runs every test: lint, unit and integration tests on this host's
 # cgroups (with the race detector), the preload library's C tests, brief
-# fuzzing of every parser, and the cgroup v2 tests in a qemu guest.
-test: deps lint test-unit test-preload fuzz test-v2
+# fuzzing of every parser, and the cgroup v2 tests in a qemu guest. Around
+# them, scripts/leftovers.sh checks that nothing was left behind: no
+# process of a daemon the tests started, mount, cgroup, network link or
+# changed sysctl.
+test: deps leftovers-before lint k8s-bins helm-bin test-unit test-preload fuzz test-v2 leftovers-after
+
+LEFTOVERS := build/leftovers.before
+leftovers-before:
+	@mkdir -p $(dir $(LEFTOVERS))
+	@./scripts/leftovers.sh snapshot $(LEFTOVERS)
+
+leftovers-after:
+	@./scripts/leftovers.sh compare $(LEFTOVERS)
+
+# k8s-bins builds the Kubernetes node that test/kubernetes starts (kubelet,
+# control plane, kubectl, etcd, CNI plugins, the sandbox's pause program)
+# from the Go module proxy, once per machine: into
+# $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/k8s-<version>/, about 10 minutes on
+# 2 cores the first time, nothing after (test/kubernetes/build/build.sh).
+k8s-bins:
+	@command -v $(CC) >/dev/null || $(MAKE) deps
+	./test/kubernetes/build/build.sh >/dev/null
+
+# helm-bin builds helm (the chart's tests: test/deploy, test/kubernetes)
+# from the Go module proxy, once per version, into
+# $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/helm-<version>/ with the Prometheus
+# Operator's ServiceMonitor and PrometheusRule CRDs (test/helm/build/build.sh).
+helm-bin:
+	./test/helm/build/build.sh >/dev/null
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.

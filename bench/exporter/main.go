@@ -7,6 +7,7 @@
 //     against the floor of a bare loop that opens and reads the same four
 //     files of every group;
 //   - the exporter's CPU between scrapes at a 1 s cadence;
+//   - the same with every group named by a CRI runtime (names.go);
 //   - the per-period sampler's CPU for 100 groups, idle and busy;
 //   - memory with 1,000 groups, and while 10,000 groups come and go during
 //     scrapes (none may fail);
@@ -55,7 +56,7 @@ var (
 	groupsFlag = flag.Int("groups", 1000, "limited groups of the node")
 	churnFlag  = flag.Int("churn", 10000, "groups created and removed during scrapes")
 	quickFlag  = flag.Bool("quick", false, "shorter windows (a smoke test of the benchmark)")
-	onlyFlag   = flag.String("only", "", "run only these sections, comma-separated: floor, scrapes, sampler, memory, fixtures")
+	onlyFlag   = flag.String("only", "", "run only these sections, comma-separated: floor, scrapes, names, sampler, memory, fixtures")
 )
 
 func want(section string) bool {
@@ -138,6 +139,7 @@ func (b *bench) run() error {
 	}{
 		{"floor", func() error { return b.floor(paths) }},
 		{"scrapes", func() error { return b.scrapes(bin, len(paths)) }},
+		{"names", func() error { return b.names(bin, paths) }},
 		{"sampler", func() error { return b.sampler(bin, parent) }},
 		{"memory", func() error { return b.memory(bin, parent) }},
 		{"fixtures", func() error { return b.fixtures(bin) }},
@@ -522,6 +524,13 @@ func (e *exporter) scrape(gz, parse bool) (int, map[string]float64, error) {
 		}
 		if name == "cfsprobe_cgroup_info" {
 			vals["groups"] = float64(len(f.GetMetric()))
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "pod_name" && l.GetValue() != "" {
+						vals["named"]++
+					}
+				}
+			}
 		}
 	}
 	return len(body), vals, nil

@@ -39,6 +39,9 @@ kills the tasks of the others and removes them. Nothing else is touched.`,
 				}
 				return err
 			}
+			if err := l.CheckFS(); err != nil {
+				return &exitError{2, err}
+			}
 			m := cgroup.NewManager(l, parent)
 			left, err := m.Leftovers(roots.FS())
 			if err != nil {

@@ -53,6 +53,11 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A mount table whose cgroup mount points are ordinary directories.
+	notCgroupFS, err := filepath.Abs("testdata/not-cgroupfs")
+	if err != nil {
+		t.Fatal(err)
+	}
 	outDir := t.TempDir()
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
@@ -169,6 +174,8 @@ func TestErrors(t *testing.T) {
 		// The host.
 		{name: "no cpu controller", args: runArgs("--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", noCPU, "periodic"),
 			want: []string{"cpu controller", "mount a v1 cpu hierarchy", "enable +cpu"}},
+		{name: "fs root not cgroupfs", args: runArgs("--proc-root", filepath.Join(notCgroupFS, "proc"), "--fs-root", notCgroupFS, "periodic"),
+			want: []string{"not a cgroup filesystem: " + notCgroupFS + "/sys/fs/cgroup/cpu is on a file system of type", "check --fs-root"}},
 		{name: "fs root missing", args: runArgs("--fs-root", "/no/such/root", "periodic"), host: true,
 			want: []string{"/no/such/root/", "does not exist", "check --fs-root"}},
 		{name: "not root", args: runArgs("--cpus", "0.5", "periodic"), host: true, nobody: true,
@@ -235,6 +242,8 @@ func TestErrors(t *testing.T) {
 			want: []string{"--nosuch", "cfsprobe cleanup --help"}},
 		{name: "cleanup argument", args: []string{"cleanup", "--parent", testParent, "extra"},
 			want: []string{`"extra"`, "--parent"}},
+		{name: "cleanup not cgroupfs", args: []string{"cleanup", "--proc-root", filepath.Join(notCgroupFS, "proc"), "--fs-root", notCgroupFS},
+			want: []string{"not a cgroup filesystem", "check --fs-root"}},
 		{name: "cleanup without cpu controller", args: []string{"cleanup", "--parent", testParent, "--proc-root", filepath.Join(noCPU, "proc"), "--fs-root", noCPU},
 			want: []string{"cpu controller", "--fs-root", "enable +cpu"}},
 		{name: "cleanup parent outside the hierarchy", args: []string{"cleanup", "--parent", "cfsprobe/../.."},
@@ -269,6 +278,18 @@ func TestErrors(t *testing.T) {
 			want: []string{"--sample-interval -1ms", "100µs to the 100ms period"}},
 		{name: "record root missing", args: []string{"record", "--cgroup-root", "/no/such/dir", "/"},
 			want: []string{"--cgroup-root /no/such/dir does not exist"}},
+		{name: "record pod without name", args: []string{"record", "--pod", "shop/"},
+			want: []string{`--pod "shop/": give the pod as NAMESPACE/NAME`}},
+		{name: "record container no runtime", args: []string{"record", "--docker-host", "none", "--cri-endpoint", "none", "--container", "web"}, host: true,
+			want: []string{"--container web: no container runtime answered", "at least 4 characters"}},
+		{name: "record pod no runtime", args: []string{"record", "--docker-host", "none", "--cri-endpoint", "none", "--pod", "shop/api"}, host: true,
+			want: []string{"--pod shop/api: no container runtime answered", "or its UID"}},
+		{name: "top docker host scheme", args: []string{"top", "--once", "--docker-host", "ssh://me@host"}, host: true,
+			want: []string{`docker host "ssh://me@host": cfsprobe speaks to unix:// and tcp:// addresses only`, "--docker-host unix:///var/run/docker.sock"}},
+		{name: "exporter cri endpoint path", args: []string{"exporter", "--cri-endpoint", "/run/containerd/containerd.sock"}, host: true,
+			want: []string{"give the runtime's socket as unix:///PATH"}},
+		{name: "exporter kube api unknown", args: []string{"exporter", "--kube-api", "https://10.96.0.1"}, host: true,
+			want: []string{`Kubernetes API "https://10.96.0.1"`, "--kube-api in-cluster"}},
 
 		// recommend: the flags, then the traces (or the live group), all
 		// checked before anything is recorded or simulated.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"net"
 	"os"
 	"time"
 
@@ -14,11 +13,12 @@ import (
 )
 
 type exporterFlags struct {
-	listen           string
+	web              webFlags
 	cgroupRoot       cgroupRoot
 	scanInterval     time.Duration
 	samplerMaxGroups int
 	all              bool
+	runtime          runtimeFlags
 }
 
 // minScanInterval keeps walks from costing more than scrapes.
@@ -27,7 +27,7 @@ const minScanInterval = 100 * time.Millisecond
 func newExporterCmd() *cobra.Command {
 	f := &exporterFlags{}
 	c := &cobra.Command{
-		Use:   "exporter [--listen ADDR] [--cgroup-root DIR]",
+		Use:   "exporter [--web.listen-address ADDR] [--web.config.file FILE] [--cgroup-root DIR]",
 		Short: "serve every CPU-limited cgroup's throttling to Prometheus (/metrics)",
 		Long: `Serves, for every cgroup of the node with a CPU limit (Kubernetes containers and
 pods, docker --cpus, systemd CPUQuota=, ...), the kernel's bandwidth counters
@@ -36,12 +36,24 @@ of its quota the group used in each enforcement period, how long its tasks
 stood still when throttled, and how often it was throttled while using less
 than half its quota. docs/metrics.md lists the metrics.
 
-Endpoints: /metrics (Prometheus text; OpenMetrics to a client that takes no text), /healthz (the
-process serves), /readyz (the last walk of --cgroup-root succeeded).
+cfsprobe_cgroup_info names containers as their runtimes do: a Docker
+container's name and image (the Docker Engine API on --docker-host), a
+Kubernetes container's namespace, pod and name (the CRI on --cri-endpoint).
+The runtimes are listed when a container appears, at most every 5 seconds,
+never per scrape; a runtime that does not answer leaves the path's labels.
+
+Endpoints: /metrics (--web.telemetry-path; Prometheus text, OpenMetrics to a client
+that takes no text), /healthz (the process serves), /readyz (the last walk of
+--cgroup-root succeeded), / (a page linking them).
+
+/metrics names every container and pod of the node: serve it with TLS and basic
+auth through --web.config.file, prometheus/exporter-toolkit's web configuration
+as node_exporter takes it (` + exporter.WebConfigDoc + `);
+docs/metrics.md shows one. Without it the exporter serves plain HTTP to anyone.
 Logs go to stderr; SIGINT or SIGTERM stops it cleanly.`,
-		Example: `  cfsprobe exporter
-  cfsprobe exporter --listen :9750 --cgroup-root /host/sys/fs/cgroup
-  curl -s localhost:9750/metrics | grep cfsprobe_cpu_throttled_periods_total`,
+		Example: `  cfsprobe exporter --web.config.file /etc/cfsprobe/web-config.yml
+  cfsprobe exporter --web.listen-address :9750 --cgroup-root /host/sys/fs/cgroup
+  curl -s --cacert ca.crt -u prometheus:PASSWORD https://localhost:9750/metrics | grep cfsprobe_cpu_throttled_periods_total`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErr("exporter takes no arguments, but got %q (see: cfsprobe exporter --help)", args[0])
@@ -51,11 +63,12 @@ Logs go to stderr; SIGINT or SIGTERM stops it cleanly.`,
 		RunE: func(c *cobra.Command, _ []string) error { return runExporter(f) },
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.listen, "listen", exporter.DefaultListen, "address of the HTTP server")
+	f.web.addFlags(fl)
 	f.cgroupRoot.addFlag(fl)
 	fl.DurationVar(&f.scanInterval, "scan-interval", exporter.DefaultScanInterval, "how often the tree is walked to find new and removed groups and read their limits")
 	fl.IntVar(&f.samplerMaxGroups, "sampler-max-groups", exporter.DefaultSamplerMaxGroups, "most groups the per-period sampler follows (0: no sampler)")
 	fl.BoolVar(&f.all, "all", false, "report cgroups without a CPU limit too (counters and info only)")
+	f.runtime.addFlags(fl)
 	return c
 }
 
@@ -66,13 +79,20 @@ func runExporter(f *exporterFlags) error {
 	if f.samplerMaxGroups < 0 {
 		return usageErr("--sampler-max-groups %d is negative: use 0 for no sampler, or the most groups to follow", f.samplerMaxGroups)
 	}
+	if err := f.web.check(); err != nil {
+		return err
+	}
 	root, err := f.cgroupRoot.open()
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.listen)
+	names, err := f.runtime.resolver()
 	if err != nil {
-		return usageErr("--listen %s: %v: give a free host:port such as :9750", f.listen, err)
+		return err
+	}
+	lns, err := f.web.listen()
+	if err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	e := exporter.New(exporter.Options{
@@ -83,10 +103,13 @@ func runExporter(f *exporterFlags) error {
 		Host:             root.HostFacts(hostfs.Default()),
 		Version:          lab.Version,
 		Logger:           log,
+		Names:            names,
+		TelemetryPath:    f.web.telemetryPath,
+		WebConfigFile:    f.web.configFile,
 	})
 	ctx, sig, stop := signalContext()
 	defer stop()
-	err = e.Run(ctx, ln)
+	err = e.Run(ctx, lns...)
 	if s := sig(); s != nil {
 		log.Info("stopped", "signal", s.String())
 	}

@@ -7,7 +7,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 func TestExporterRealThrottledGroup(t *testing.T) {
@@ -42,7 +42,7 @@ func TestExporterRealThrottledGroup(t *testing.T) {
 	}) {
 		t.Fatal("the run's group did not appear")
 	}
-	addr, stop := realExporter(t)
+	exp, addr := testenv.StartExporter(t, bin, "--cgroup-root", "/sys/fs/cgroup")
 	rel := "/" + testParent + "/" + filepath.Base(groupDir)
 	series := `cfsprobe_cpu_throttled_periods_total{cgroup="` + rel + `"}`
 	time.Sleep(3 * time.Second)
@@ -54,7 +54,7 @@ func TestExporterRealThrottledGroup(t *testing.T) {
 	}) {
 		m, err := scrapeSeries(addr, testParent)
 		t.Logf("/metrics series about %s: %v (%v)", testParent, m, err)
-		t.Fatalf("no throttled periods for %s in /metrics; exporter said:\n%s", rel, stop())
+		t.Fatalf("no throttled periods for %s in /metrics; exporter said:\n%s", rel, exp.Output())
 	}
 	stat, err := cgroup.ReadStat(groupDir, groupDir, l.CPU.Version)
 	if l.CPU.Version == 1 {
@@ -67,42 +67,6 @@ func TestExporterRealThrottledGroup(t *testing.T) {
 	if int64(got) > stat.NrThrottled || int64(got) < stat.NrThrottled-3 {
 		t.Errorf("exporter says %.0f throttled periods, cpu.stat read just after says %d", got, stat.NrThrottled)
 	}
-}
-
-// realExporter runs cfsprobe exporter on the host's cgroup tree, walking
-// it every 500 ms, until the test ends or stop is called. stop returns
-// what the exporter wrote to stderr.
-func realExporter(t *testing.T) (addr string, stop func() string) {
-	t.Helper()
-	addr = freeAddr(t)
-	exp := exec.Command(bin, "exporter", "--listen", addr, "--cgroup-root", "/sys/fs/cgroup", "--scan-interval", "500ms")
-	var stderr strings.Builder
-	exp.Stderr = &stderr
-	if err := exp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop = func() string {
-		if !stopped {
-			stopped = true
-			_ = exp.Process.Kill()
-			_ = exp.Wait()
-		}
-		return stderr.String() // written no more once Wait returns
-	}
-	t.Cleanup(func() { stop() })
-	return addr, stop
-}
-
-// freeAddr is a local TCP address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // scrapeSeries gets the /metrics of the exporter at addr and returns its

@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 // testParent is the parent group the e2e tests use: not the default, and
 // one per test process, so that leftover checks are not confused by other
 // runs (another test binary, or a user's run).
-var testParent = fmt.Sprintf("cfsprobe-e2e-%d", os.Getpid())
+var testParent = testenv.ParentName("e2e")
 
 // result is one invocation of the binary.
 type result struct {

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/containers"
+	"github.com/cfsprobe/cfsprobe/internal/exporter"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
@@ -121,4 +126,96 @@ func sampleIntervalErr(err error) error {
 		return usageErr("--sample-interval %v is outside %v to the %v period: give one in that range, or leave it out", se.Interval, lab.MinSampleInterval, se.Period)
 	}
 	return err
+}
+
+// runtimeFlags say which container runtimes name containers and pods
+// (top, exporter, record).
+type runtimeFlags struct {
+	dockerHost, criEndpoint, kubeAPI string
+}
+
+func (r *runtimeFlags) addFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&r.dockerHost, "docker-host", containers.DockerHostFromEnv(), "Docker daemon whose containers are named by their names and images (unix:///PATH or tcp://HOST:PORT; "+containers.Off+": do not ask)")
+	fl.StringVar(&r.criEndpoint, "cri-endpoint", "", "CRI runtime (containerd, CRI-O) whose pods and containers are named, unix:///PATH (default: its usual sockets that exist; "+containers.Off+": do not ask)")
+	fl.StringVar(&r.kubeAPI, "kube-api", containers.KubeAPIInCluster, "in a Kubernetes pod, name the pods of its node from the API server with the pod's service account ("+containers.Off+": do not ask)")
+}
+
+// resolver makes the runtimes' names resolver, or says in the flags'
+// words why it cannot, and lists the runtimes once (each within the
+// resolver's timeout), so that the first screen, trace or scrape has the
+// names. A runtime that is not running is not an error: groups then keep
+// their path identity.
+func (r runtimeFlags) resolver() (*containers.Resolver, error) {
+	s, err := containers.Sources(containers.Config{DockerHost: r.dockerHost, CRIEndpoint: r.criEndpoint, KubeAPI: r.kubeAPI})
+	if err != nil {
+		return nil, usageErr("%v: give --docker-host unix:///var/run/docker.sock or tcp://HOST:PORT, --cri-endpoint unix:///PATH, --kube-api %s, or %s to ask none of them", err, containers.KubeAPIInCluster, containers.Off)
+	}
+	names := containers.NewResolver(s, containers.Options{})
+	_ = names.Refresh(context.Background()) // its errors: names.Errors()
+	return names, nil
+}
+
+// webFlags are prometheus/exporter-toolkit's flags, as node_exporter
+// names them, and --listen, the older name of --web.listen-address.
+type webFlags struct {
+	fl                        *pflag.FlagSet
+	listenAddresses, alias    []string
+	systemdSocket             bool
+	configFile, telemetryPath string
+}
+
+func (w *webFlags) addFlags(fl *pflag.FlagSet) {
+	w.fl = fl
+	fl.StringArrayVar(&w.listenAddresses, "web.listen-address", []string{exporter.DefaultListen}, "host:port to serve on; repeat it to serve on several")
+	fl.StringArrayVar(&w.alias, "listen", nil, "alias of --web.listen-address (its older name)")
+	fl.BoolVar(&w.systemdSocket, "web.systemd-socket", false, "serve on the sockets systemd passes (socket activation, a .socket unit) instead of --web.listen-address")
+	fl.StringVar(&w.configFile, "web.config.file", "", "web configuration enabling TLS, client certificates and basic auth ("+exporter.WebConfigDoc+"); without it, plain HTTP")
+	fl.StringVar(&w.telemetryPath, "web.telemetry-path", exporter.DefaultTelemetryPath, "path under which the metrics are served")
+}
+
+// addrs are the addresses to listen on and the flag that gave them.
+func (w *webFlags) addrs() ([]string, string) {
+	switch {
+	case w.fl.Changed("listen") && w.fl.Changed("web.listen-address"):
+		return append(w.listenAddresses, w.alias...), "--web.listen-address"
+	case w.fl.Changed("listen"):
+		return w.alias, "--listen"
+	}
+	return w.listenAddresses, "--web.listen-address"
+}
+
+// check validates the web flags and reads --web.config.file as the
+// exporter will serve it (certificates included), before anything is
+// opened.
+func (w *webFlags) check() error {
+	if err := exporter.CheckTelemetryPath(w.telemetryPath); err != nil {
+		return usageErr("--web.telemetry-path %v: give a path such as %s", err, exporter.DefaultTelemetryPath)
+	}
+	if w.systemdSocket && (w.fl.Changed("listen") || w.fl.Changed("web.listen-address")) {
+		return usageErr("--web.systemd-socket serves on the sockets systemd passes: give it or --web.listen-address, not both")
+	}
+	if addrs, name := w.addrs(); !w.systemdSocket && (len(addrs) == 0 || slices.Contains(addrs, "")) {
+		return usageErr("%s is empty: give a host:port such as %s", name, exporter.DefaultListen)
+	}
+	if err := exporter.CheckWebConfig(w.configFile); err != nil {
+		return usageErr("--web.config.file %v; fix the file (its format: %s)", err, exporter.WebConfigDoc)
+	}
+	return nil
+}
+
+// listen opens the listeners: the addresses given, or systemd's sockets.
+func (w *webFlags) listen() ([]net.Listener, error) {
+	if w.systemdSocket {
+		lns, err := exporter.SystemdListeners()
+		if err != nil {
+			return nil, usageErr("--web.systemd-socket: %v: start the exporter from a systemd .socket unit (deploy/systemd/README.md) or give --web.listen-address instead", err)
+		}
+		return lns, nil
+	}
+	addrs, name := w.addrs()
+	lns, err := exporter.Listen(addrs)
+	if err != nil {
+		return nil, usageErr("%s %v: give a free host:port such as %s", name, err, exporter.DefaultListen)
+	}
+	return lns, nil
 }

@@ -66,7 +66,7 @@ func TestRecommendTraces(t *testing.T) {
 		t.Errorf("threads-vs-quota-2x: %s, want a thread cap", k)
 	}
 	r = cfsprobe(t, "recommend", "--format", "k8s", threads)
-	if r.code != 0 || !strings.Contains(r.stdout, "cpu: 1000m") || !strings.Contains(r.stdout, "name: GOMAXPROCS") {
+	if r.code != 0 || !strings.Contains(r.stdout, "cpu: 1050m") || !strings.Contains(r.stdout, "name: GOMAXPROCS") {
 		t.Errorf("--format k8s: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = cfsprobe(t, "recommend", "--target", "stall:100ms", burst)

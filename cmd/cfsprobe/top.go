@@ -20,6 +20,7 @@ type topFlags struct {
 	cgroupRoot cgroupRoot
 	once       bool
 	json       bool
+	runtime    runtimeFlags
 }
 
 // minTopInterval: below a default enforcement period the throttled share
@@ -58,7 +59,14 @@ up/down, PgUp/PgDn, Home/End (or k j b space g G) scroll; q quits.
 it prints the rows as a JSON array (limits, the interval's counter increases,
 the figures above, and what the path says the group is) for scripts; a group
 whose usage cannot be read has usage_cpus and usage_ns null and usage_unknown
-(reason and detail).`,
+(reason and detail).
+
+Containers are named as their runtimes name them: a Docker container by its
+name and image ("web (nginx:1.25)", from the Docker Engine API on
+--docker-host), a Kubernetes container as namespace/pod/container (from the
+CRI's labels on --cri-endpoint); --json adds container_name, image,
+pod_namespace and pod_name. A group no runtime names (none answers, or it is
+no container) is named by what its path says ("docker 4f5e6a7b8c9d").`,
 		Example: `  cfsprobe top
   cfsprobe top --sort usage --all
   cfsprobe top --cgroup-root /host/sys/fs/cgroup
@@ -78,6 +86,7 @@ whose usage cannot be read has usage_cpus and usage_ns null and usage_unknown
 	f.cgroupRoot.addFlag(fl)
 	fl.BoolVar(&f.once, "once", false, "read twice, --interval apart, print the table and exit")
 	fl.BoolVar(&f.json, "json", false, "with --once: print the rows as JSON")
+	f.runtime.addFlags(fl)
 	return c
 }
 
@@ -104,8 +113,12 @@ func runTop(c *cobra.Command, f *topFlags) error {
 	if err != nil {
 		return err
 	}
+	names, err := f.runtime.resolver()
+	if err != nil {
+		return err
+	}
 	host := root.HostFacts(hostfs.Default())
-	src := top.NewTreeSource(root, f.all, host.CPUs)
+	src := top.NewTreeSource(root, f.all, host.CPUs, names)
 	opts := top.Options{Interval: f.interval, Sort: key, All: f.all, Host: host, Highlight: true}
 
 	ctx, sig, stop := signalContext()

@@ -125,11 +125,11 @@ func TestCPUOnlyGroupRealCgroups(t *testing.T) {
 	})
 
 	t.Run("exporter", func(t *testing.T) {
-		addr, stop := realExporter(t)
+		exp, addr := testenv.StartExporter(t, bin, "--cgroup-root", "/sys/fs/cgroup")
 		ours := func() (map[string]float64, error) { return scrapeSeries(addr, `cgroup="`+rel+`"`) }
 		throttledSeries := `cfsprobe_cpu_throttled_periods_total{cgroup="` + rel + `"}`
 		if !waitFor(10*time.Second, func() bool { m, err := ours(); return err == nil && m[throttledSeries] > 0 }) {
-			t.Fatalf("/metrics has no %s; exporter said:\n%s", throttledSeries, stop())
+			t.Fatalf("/metrics has no %s; exporter said:\n%s", throttledSeries, exp.Output())
 		}
 		before := stat()
 		m, err := ours()
@@ -163,7 +163,10 @@ func TestCPUOnlyGroupRealCgroups(t *testing.T) {
 				t.Errorf("%s exposed for a group whose usage is unknown", s)
 			}
 		}
-		if log := stop(); !strings.Contains(log, "reason="+string(monitor.UsageNoCpuacctGroup)) {
+		if err := exp.Stop(); err != nil {
+			t.Errorf("stop the exporter: %v", err)
+		}
+		if log := exp.Output(); !strings.Contains(log, "reason="+string(monitor.UsageNoCpuacctGroup)) {
 			t.Errorf("the exporter did not log the groups without usage:\n%s", log)
 		}
 	})

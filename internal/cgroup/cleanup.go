@@ -108,8 +108,12 @@ func processStart(fs hostfs.FS, pid int) (time.Time, bool) {
 }
 
 // Remove kills the tasks of a leftover and removes its directory, and the
-// parent when it is left empty.
+// parent when it is left empty. It touches nothing unless the directory is
+// on a cgroup filesystem (ErrNotCgroupFS).
 func (m *Manager) Remove(l Leftover) error {
+	if err := CheckFS(l.Dir); err != nil {
+		return err
+	}
 	var kill func() error
 	if kf := filepath.Join(l.Dir, "cgroup.kill"); fileExists(kf) {
 		kill = func() error { return WriteFile(kf, "1") }

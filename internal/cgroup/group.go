@@ -87,9 +87,13 @@ func readRandom(b []byte) (int, error) {
 }
 
 // CheckWritable returns ErrNotRoot (wrapped with advice) when the caller
-// cannot create groups under the cpu hierarchy, and says to check the fs
-// root when the hierarchy's directory is not there at all.
+// cannot create groups under the cpu hierarchy, ErrNotCgroupFS when a
+// hierarchy's directory is not a cgroup filesystem, and says to check the
+// fs root when the hierarchy's directory is not there at all.
 func (m *Manager) CheckWritable() error {
+	if err := m.Layout.CheckFS(); err != nil {
+		return err
+	}
 	dir := m.Layout.CPU.Dir
 	target := filepath.Join(dir, m.Parent)
 	if _, err := os.Stat(target); err == nil {
@@ -405,13 +409,16 @@ func undo(created []string) {
 }
 
 // WriteFile is the one function through which cfsprobe writes to
-// cgroupfs. Its error names the file and the value.
+// cgroupfs. Its error names the file and the value. It writes nothing to
+// a file that is not on a cgroup filesystem (ErrNotCgroupFS).
 func WriteFile(path, value string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("write %q to %s: %w", value, path, err)
 	}
-	_, err = f.WriteString(value)
+	if err = checkFd(f); err == nil {
+		_, err = f.WriteString(value)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

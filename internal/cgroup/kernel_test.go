@@ -2,7 +2,6 @@ package cgroup_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,7 +19,7 @@ import (
 func TestCheckAgreesWithKernel(t *testing.T) {
 	l := testenv.NeedCgroups(t)
 	const ms, us = time.Millisecond, time.Microsecond
-	parent := fmt.Sprintf("cfsprobe-limits-test-%d", os.Getpid())
+	parent := testenv.ParentName("limits-test")
 	root := filepath.Join(l.CPU.Dir, parent)
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)

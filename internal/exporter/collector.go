@@ -54,7 +54,7 @@ func renard10(lo, hi float64) []float64 {
 
 // HELP texts, word for word from docs/metrics.md.
 const (
-	helpInfo             = "What the cgroup's path says about a CPU-limited cgroup; always 1. Join on job, instance and cgroup."
+	helpInfo             = "What the cgroup's path, and its container runtime, say about a CPU-limited cgroup; always 1. Join on job, instance and cgroup."
 	helpQuota            = "CPU limit of the cgroup in CPUs: quota divided by period (cpu.max; cpu.cfs_quota_us / cpu.cfs_period_us)."
 	helpPeriod           = "Length of the cgroup's CFS bandwidth enforcement period (cpu.max; cpu.cfs_period_us)."
 	helpBurstLimit       = "CPU time the cgroup may take beyond its quota from time left unused in earlier periods, 0 when not set (cpu.max.burst; cpu.cfs_burst_us). Absent on kernels without CPU burst."
@@ -95,6 +95,15 @@ type periodsSource interface {
 	Overruns() uint64
 }
 
+// namer tells the names a container runtime gives a group's container or
+// pod (a *containers.Resolver), from memory: it is asked at every scrape
+// about the groups it could not name yet. Errors are the runtimes that
+// did not answer its last listing.
+type namer interface {
+	Names(id monitor.Identity) (trace.Names, bool)
+	Errors() []error
+}
+
 // errorCounts counts failed reads by file (monitor.ReadErrors).
 type errorCounts interface {
 	Counts() map[string]uint64
@@ -121,6 +130,7 @@ type Collector struct {
 	counters countersSource
 	periods  periodsSource // nil: no sampler
 	errs     errorCounts
+	names    namer // nil: groups have their path identity only
 	info     Info
 
 	mu       sync.Mutex // one scrape at a time; guards what follows
@@ -139,13 +149,14 @@ type Collector struct {
 }
 
 // NewCollector returns a Collector of the groups counters reads and the
-// histograms periods keeps (nil when there is no sampler).
-func NewCollector(counters countersSource, periods periodsSource, errs errorCounts, info Info) *Collector {
+// histograms periods keeps (nil when there is no sampler), naming
+// containers and pods through names (nil: by their paths only).
+func NewCollector(counters countersSource, periods periodsSource, errs errorCounts, names namer, info Info) *Collector {
 	g := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &Collector{
-		counters: counters, periods: periods, errs: errs, info: info, histOf: map[string]int{}, labels: map[string]*groupLabels{},
+		counters: counters, periods: periods, errs: errs, names: names, info: info, histOf: map[string]int{}, labels: map[string]*groupLabels{},
 		families: groupFamilies(),
 
 		buildInfo:       g("cfsprobe_build_info", helpBuildInfo, "version", "goversion"),
@@ -240,7 +251,7 @@ func groupFamilies() []*family {
 		labels := []string{"cgroup"}
 		switch f.name {
 		case "cfsprobe_cgroup_info":
-			labels = []string{"cgroup", "kind", "name", "pod_uid", "qos", "container_id", "runtime", "unit"}
+			labels = []string{"cgroup", "kind", "name", "pod_uid", "qos", "container_id", "runtime", "unit", "container_name", "image", "pod_namespace", "pod_name"}
 		case "cfsprobe_cpu_usage_unknown":
 			labels = []string{"cgroup", "reason"}
 		}
@@ -462,6 +473,11 @@ type groupLabels struct {
 	unknown labelSet // cfsprobe_cpu_usage_unknown's, once needed
 	reason  monitor.UsageUnknown
 	scrape  uint64 // the last scrape that saw the group
+	// names are the runtime's names on info; named is true once they
+	// are complete (a container's own name is known), after which the
+	// runtime is not asked again in the group's life.
+	names trace.Names
+	named bool
 }
 
 // unknownLabels are the labels of cfsprobe_cpu_usage_unknown: cgroup and
@@ -477,23 +493,40 @@ func pair(n, v string) *dto.LabelPair {
 	return &dto.LabelPair{Name: proto.String(n), Value: proto.String(v)}
 }
 
-// labelsOf returns the label sets of a reading's group.
+// labelsOf returns the label sets of a reading's group. A container's or
+// pod's names are looked up until they are known (from the namer's
+// memory: no call to a runtime per scrape), and its info labels made
+// again when they change.
 func (c *Collector) labelsOf(r *monitor.Reading) *groupLabels {
+	id := r.Group.ID
 	l := c.labels[r.Group.Path]
 	if l == nil {
-		id := r.Group.ID
-		cg := pair("cgroup", r.Group.Path)
-		l = &groupLabels{
-			cgroup: newLabelSet(cg),
-			info: newLabelSet( // by name, as the registry's own metrics have them
-				cg, pair("container_id", id.ContainerID), pair("kind", string(id.Kind)), pair("name", id.Name),
-				pair("pod_uid", id.PodUID), pair("qos", string(id.QoS)), pair("runtime", string(id.Runtime)), pair("unit", id.Unit),
-			),
-		}
+		l = &groupLabels{cgroup: newLabelSet(pair("cgroup", r.Group.Path)), named: c.names == nil || id.ContainerID == "" && id.PodUID == ""}
+		l.info = infoLabels(l.cgroup.pairs[0], id, l.names)
 		c.labels[r.Group.Path] = l
+	}
+	if !l.named {
+		if n, ok := c.names.Names(id); ok {
+			l.named = id.ContainerID == "" || n.ContainerName != ""
+			if n != l.names {
+				l.names = n
+				l.info = infoLabels(l.cgroup.pairs[0], id, n)
+			}
+		}
 	}
 	l.scrape = c.scrape
 	return l
+}
+
+// infoLabels are cfsprobe_cgroup_info's labels, sorted by name as the
+// registry's own metrics have them: the path's identity and the
+// runtime's names (name is how people call the group, trace.Names.Label).
+func infoLabels(cg *dto.LabelPair, id monitor.Identity, n trace.Names) labelSet {
+	return newLabelSet(
+		cg, pair("container_id", id.ContainerID), pair("container_name", n.ContainerName), pair("image", n.Image),
+		pair("kind", string(id.Kind)), pair("name", n.Label(id.Name)), pair("pod_name", n.PodName), pair("pod_namespace", n.PodNamespace),
+		pair("pod_uid", id.PodUID), pair("qos", string(id.QoS)), pair("runtime", string(id.Runtime)), pair("unit", id.Unit),
+	)
 }
 
 // metric is the group's series of the family for a registry (nil: none).

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -40,6 +41,9 @@ type Options struct {
 	Version          string        // cfsprobe's
 	GoVersion        string        // runtime.Version() when empty
 	Logger           *slog.Logger  // nil: no logs
+	// Names names containers and pods as their runtimes do
+	// (containers.Resolver); nil: by their paths only.
+	Names namer
 	// NoRuntimeMetrics leaves out the Go client's process_* and go_*
 	// metrics (tests that compare expositions).
 	NoRuntimeMetrics bool
@@ -47,6 +51,13 @@ type Options struct {
 	// out (monitor.SamplerOptions.Periods): tests compare them with
 	// another reader's.
 	SamplerPeriods func(path string, p trace.Period)
+	// TelemetryPath is where the metrics are served; DefaultTelemetryPath
+	// when empty (CheckTelemetryPath checks it).
+	TelemetryPath string
+	// WebConfigFile is prometheus/exporter-toolkit's web configuration
+	// (TLS, client certificates, basic auth), read by Run; empty: plain
+	// HTTP (CheckWebConfig checks it).
+	WebConfigFile string
 }
 
 // Exporter walks a cgroup root, samples its limited groups and serves
@@ -65,7 +76,10 @@ type Exporter struct {
 	// usageUnknown counts the groups without usage by reason, at the
 	// last walk (for logging changes only).
 	usageUnknown map[monitor.UsageUnknown]int
-	mu           sync.Mutex
+	// namesErr is what the runtimes that did not answer said last (for
+	// logging changes only).
+	namesErr string
+	mu       sync.Mutex
 }
 
 // New returns an Exporter of opts.Root. Nothing is read before Rescan or
@@ -81,6 +95,9 @@ func newExporter(opts Options, reg *prometheus.Registry) *Exporter {
 	}
 	if opts.GoVersion == "" {
 		opts.GoVersion = runtime.Version()
+	}
+	if opts.TelemetryPath == "" {
+		opts.TelemetryPath = DefaultTelemetryPath
 	}
 	log := opts.Logger
 	if log == nil {
@@ -103,7 +120,7 @@ func newExporter(opts Options, reg *prometheus.Registry) *Exporter {
 	if opts.Root.Version == 2 {
 		files = []string{"directory", "cpu.stat", "cpu.max"}
 	}
-	e.collector = NewCollector(e.scanner, periods, e.scanner.Errors(), Info{
+	e.collector = NewCollector(e.scanner, periods, e.scanner.Errors(), opts.Names, Info{
 		Version: opts.Version, GoVersion: opts.GoVersion, Host: opts.Host, ErrorFiles: files,
 	})
 	e.reg.MustRegister(e.collector)
@@ -145,7 +162,29 @@ func (e *Exporter) Rescan() error {
 		e.log.Debug("walked the cgroup tree", "groups", e.scanner.Walked(), "limited", len(e.targets), "took", time.Since(start))
 		e.logUsageUnknown()
 	}
+	e.logNamesErrors()
 	return nil
+}
+
+// logNamesErrors says when container runtimes stop or start answering:
+// their containers keep the path's labels meanwhile.
+func (e *Exporter) logNamesErrors() {
+	if e.opts.Names == nil {
+		return
+	}
+	var msgs []string
+	for _, err := range e.opts.Names.Errors() {
+		msgs = append(msgs, err.Error())
+	}
+	msg := strings.Join(msgs, "; ")
+	switch {
+	case msg == e.namesErr:
+	case msg != "":
+		e.log.Info("containers of these runtimes are labelled by their cgroup paths only", "err", msg)
+	default:
+		e.log.Info("every container runtime answers: containers are named")
+	}
+	e.namesErr = msg
 }
 
 // logUsageUnknown says, for each reason, how many groups are reported
@@ -166,12 +205,15 @@ func (e *Exporter) logUsageUnknown() {
 	e.usageUnknown = n
 }
 
-// Handler serves /metrics, /healthz and /readyz.
+// Handler serves the metrics (at Options.TelemetryPath, /metrics unless
+// told), /healthz, /readyz and the toolkit's landing page at /, which
+// links them.
 //
-// /metrics is written in the text format by Collector.WriteText whenever
-// the client takes it (Prometheus always does, if at lower preference
-// than OpenMetrics or protobuf); a client that takes only another format
-// gets it from the registry, through promhttp's negotiation.
+// The metrics are written in the text format by Collector.WriteText
+// whenever the client takes it (Prometheus always does, if at lower
+// preference than OpenMetrics or protobuf); a client that takes only
+// another format gets them from the registry, through promhttp's
+// negotiation.
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
 	other := promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
@@ -180,7 +222,7 @@ func (e *Exporter) Handler() http.Handler {
 		ErrorLog:           slogPrintln{e.log},
 		DisableCompression: true, // gzipped compresses, faster
 	})
-	mux.Handle("GET /metrics", gzipped(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET "+e.opts.TelemetryPath, gzipped(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !acceptsText(r.Header.Get("Accept")) {
 			other.ServeHTTP(w, r)
 			return
@@ -200,19 +242,41 @@ func (e *Exporter) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "cfsprobe exporter: /metrics, /healthz, /readyz")
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "cfsprobe exporter",
+		Description: "CPU-quota throttling (CFS bandwidth control) of every CPU-limited cgroup",
+		Version:     e.opts.Version,
+		Profiling:   "false",
+		Links: []web.LandingLinks{
+			{Address: e.opts.TelemetryPath, Text: "Metrics", Description: "every limited group's throttling (docs/metrics.md)"},
+			{Address: "/healthz", Text: "Health", Description: "the process serves"},
+			{Address: "/readyz", Text: "Readiness", Description: "the last walk of the cgroup tree succeeded"},
+		},
 	})
+	if err != nil { // the toolkit's own templates do not execute
+		panic(fmt.Sprintf("exporter-toolkit's landing page: %v", err))
+	}
+	mux.Handle("GET /{$}", landing)
 	return mux
 }
 
-// Run walks the tree, starts the sampler and serves on ln until ctx is
-// done, then shuts the server down (waiting up to 5 s for scrapes in
-// flight) and stops. Walks that fail are logged and make /readyz fail;
-// they do not stop the exporter.
-func (e *Exporter) Run(ctx context.Context, ln net.Listener) error {
+// Run walks the tree, starts the sampler and serves on each listener
+// until ctx is done, then shuts the servers down (waiting up to 5 s for
+// scrapes in flight) and stops. With Options.WebConfigFile the toolkit
+// serves TLS and checks basic auth as the file says, reading it again
+// for each connection (certificates can be renewed in place). Walks that
+// fail are logged and make /readyz fail; they do not stop the exporter.
+func (e *Exporter) Run(ctx context.Context, lns ...net.Listener) error {
+	if len(lns) == 0 {
+		return errors.New("exporter: no listener to serve on")
+	}
 	_ = e.Rescan()
-	e.log.Info("serving", "listen", ln.Addr().String(), "cgroup_root", e.opts.Root.Dir, "cgroup_mode", e.opts.Root.Mode,
+	addrs := make([]string, len(lns))
+	for i, ln := range lns {
+		addrs[i] = ln.Addr().String()
+	}
+	e.log.Info("serving", "listen", strings.Join(addrs, ","), "telemetry_path", e.opts.TelemetryPath, "web_config_file", e.opts.WebConfigFile,
+		"cgroup_root", e.opts.Root.Dir, "cgroup_mode", e.opts.Root.Mode,
 		"cpu_controller", fmt.Sprintf("v%d", e.opts.Root.Version), "groups", e.scanner.Walked(), "limited", e.scanner.Len(),
 		"scan_interval", e.opts.ScanInterval, "sampler_max_groups", e.opts.SamplerMaxGroups)
 
@@ -240,23 +304,45 @@ func (e *Exporter) Run(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 
-	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelWarn)}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	// One server per listener: the toolkit's Serve sets the server's
+	// handler and TLS configuration.
+	h := e.Handler()
+	noSocket := false
+	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &noSocket, WebConfigFile: &e.opts.WebConfigFile}
+	servers := make([]*http.Server, len(lns))
+	served := make(chan error, len(lns))
+	for i, ln := range lns {
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelWarn)}
+		servers[i] = srv
+		go func() { served <- web.Serve(ln, srv, flags, e.log) }()
+	}
 	var err error
+	got := 0
 	select {
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = srv.Shutdown(sctx)
-		cancel()
-		<-served
-	case err = <-served:
+	case err = <-served: // a server stopped by itself: stop the others
+		got++
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	for _, srv := range servers {
+		if serr := srv.Shutdown(sctx); err == nil {
+			err = serr
+		}
+	}
+	cancel()
+	for ; got < len(lns); got++ {
+		if serr := <-served; err == nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		err = fmt.Errorf("serve: %w", err)
 	}
 	stop()
 	wg.Wait()
 	e.scanner.Close()
 	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
+		return nil
 	}
 	return err
 }

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http/httptest"
 	"os"
@@ -119,7 +121,7 @@ func fixtureRegistry(t *testing.T, name string, all bool) *Exporter {
 func swapPeriods(e *Exporter, p periodsSource) {
 	e.reg.Unregister(e.collector)
 	e.node.Unregister(e.collector.NodeCollector())
-	e.collector = NewCollector(e.scanner, p, e.scanner.Errors(), e.collector.info)
+	e.collector = NewCollector(e.scanner, p, e.scanner.Errors(), e.collector.names, e.collector.info)
 	e.reg.MustRegister(e.collector)
 	e.node.MustRegister(e.collector.NodeCollector())
 }
@@ -636,5 +638,107 @@ func TestAcceptsText(t *testing.T) {
 		if got := acceptsText(tc.accept); got != tc.text {
 			t.Errorf("acceptsText(%q) = %v, want %v", tc.accept, got, tc.text)
 		}
+	}
+}
+
+// fakeNamer names containers from a map and counts lookups by container
+// ID (or pod UID).
+type fakeNamer struct {
+	byID    map[string]trace.Names
+	lookups map[string]int
+	errs    []error
+}
+
+func (f *fakeNamer) Errors() []error { return f.errs }
+
+func (f *fakeNamer) Names(id monitor.Identity) (trace.Names, bool) {
+	key := id.ContainerID
+	if key == "" {
+		key = id.PodUID
+	}
+	f.lookups[key]++
+	n, ok := f.byID[key]
+	return n, ok
+}
+
+// TestNames: the runtime's names go on cfsprobe_cgroup_info (and name
+// the group), once they are known; a named group is not looked up again,
+// and groups without a container or pod never are.
+func TestNames(t *testing.T) {
+	const docker = "38b69922967f745481f3d929d82c061c7297930ad37439a48b58b846857439ed"
+	const k8s = "a5cfa21bca7c9d98bd05111275fda5dcd2c66b80ccc6491a4f4ee30a6e42d399"
+	namer := &fakeNamer{byID: map[string]trace.Names{}, lookups: map[string]int{}}
+	e := fixtureRegistry(t, "k8s-cgroupfs-v1-docker", false)
+	e.collector.names = namer
+	info := func() map[string]map[string]string {
+		_, fams := scrape(t, e, "")
+		out := map[string]map[string]string{}
+		for _, m := range fams["cfsprobe_cgroup_info"].GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			out[l["container_id"]] = l
+		}
+		return out
+	}
+	if got := info()[docker]; got["name"] != "docker 38b69922967f" || got["container_name"] != "" {
+		t.Errorf("before the runtime answered: %v", got)
+	}
+	namer.byID[docker] = trace.Names{ContainerName: "web", Image: "nginx:1.25"}
+	namer.byID[k8s] = trace.Names{ContainerName: "app", Image: "api:2", PodNamespace: "shop", PodName: "api-7d9f"}
+	var named int
+	for i := range 3 {
+		got := info()
+		if i == 0 {
+			named = namer.lookups[docker]
+		}
+		if d := got[docker]; d["name"] != "web (nginx:1.25)" || d["container_name"] != "web" || d["image"] != "nginx:1.25" || d["kind"] != "docker" {
+			t.Errorf("the Docker container: %v", d)
+		}
+		if k := got[k8s]; k["name"] != "shop/api-7d9f/app" || k["pod_namespace"] != "shop" || k["pod_name"] != "api-7d9f" || k["container_name"] != "app" || k["pod_uid"] != "09eb5a25-f0ed-4dd0-a16b-6ea82f33edb4" {
+			t.Errorf("the Kubernetes container: %v", k)
+		}
+	}
+	if n := namer.lookups[docker]; n != named {
+		t.Errorf("the Docker container was looked up %d times more after it was named", n-named)
+	}
+	if n := namer.lookups[""]; n != 0 {
+		t.Errorf("%d lookups of groups without a container or pod", n)
+	}
+	lint(t, e)
+}
+
+// A runtime that stops answering is logged once, and again when it
+// answers; nothing is logged per scan meanwhile.
+func TestNamesErrorsLogged(t *testing.T) {
+	r, err := monitor.OpenRoot(filepath.Join(fixtures, "docker-v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	namer := &fakeNamer{byID: map[string]trace.Names{}, lookups: map[string]int{}}
+	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true,
+		Logger: slog.New(slog.NewTextHandler(&buf, nil)), Names: namer})
+	t.Cleanup(e.scanner.Close)
+	rescan := func() {
+		t.Helper()
+		if err := e.Rescan(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rescan()
+	namer.errs = []error{errors.New("docker unix:///var/run/docker.sock: connection refused")}
+	rescan()
+	rescan()
+	namer.errs = nil
+	rescan()
+	rescan()
+	log := buf.String()
+	if n := strings.Count(log, "labelled by their cgroup paths only"); n != 1 || !strings.Contains(log, "connection refused") {
+		t.Errorf("the runtime's failure was logged %d times, want once:\n%s", n, log)
+	}
+	if n := strings.Count(log, "every container runtime answers"); n != 1 {
+		t.Errorf("the runtime's return was logged %d times, want once:\n%s", n, log)
 	}
 }

@@ -161,6 +161,13 @@ func rmdirRetry(dir string) error {
 // returns the base URL.
 func serve(t testing.TB, e *Exporter) string {
 	t.Helper()
+	return "http://" + serveAddr(t, e)
+}
+
+// serveAddr runs an Exporter on a free local port until the test ends and
+// returns its address.
+func serveAddr(t testing.TB, e *Exporter) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +181,7 @@ func serve(t testing.TB, e *Exporter) string {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	return "http://" + ln.Addr().String()
+	return ln.Addr().String()
 }
 
 // get scrapes url/metrics, parses it and lints it.

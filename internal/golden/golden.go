@@ -50,16 +50,15 @@ func compare(path string, got []byte, rewrite bool) error {
 	if bytes.Equal(got, want) {
 		return nil
 	}
-	return fmt.Errorf("output differs from the golden file %s:\n%s", path, diff(string(want), string(got)))
+	return fmt.Errorf("output differs from the golden file %s:\n%s", path, Diff(string(want), string(got)))
 }
 
 // maxShown is how many lines of each side diff shows.
 const maxShown = 30
 
-// diff shows the lines between the first and the last that differ, the
-// golden file's as "- " and the output's as "+ ", after the number of the
-// first.
-func diff(want, got string) string {
+// Diff shows the lines between the first and the last that differ, want's
+// as "- " and got's as "+ ", after the number of the first.
+func Diff(want, got string) string {
 	wl, gl := strings.SplitAfter(want, "\n"), strings.SplitAfter(got, "\n")
 	pre := 0
 	for pre < len(wl) && pre < len(gl) && wl[pre] == gl[pre] {

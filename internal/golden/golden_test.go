@@ -41,7 +41,7 @@ func TestDiff(t *testing.T) {
 		{"long", "", long, "@@ line 1\n" + strings.Repeat("+ x\n", maxShown) + "+ ... (5 more lines)"},
 	}
 	for _, c := range cases {
-		if got := diff(c.want, c.got); got != c.diff {
+		if got := Diff(c.want, c.got); got != c.diff {
 			t.Errorf("%s: diff is\n%s\nwant\n%s", c.name, got, c.diff)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
-const agreeParent = "cfsprobe-test-agree"
+var agreeParent = testenv.ParentName("agree")
 
 // Lab and fleet agree exactly: one real group followed at once by the
 // lab's sampler (run, record) and by the monitor's (top, exporter) comes

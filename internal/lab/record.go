@@ -28,6 +28,9 @@ type RecordConfig struct {
 	Args []string
 	// Host describes the machine (monitor.Root.HostFacts).
 	Host trace.Host
+	// Names are what the group's container runtime calls it
+	// (containers.Resolver), for the trace's cgroup; empty when unknown.
+	Names trace.Names
 }
 
 // Recording is a checked recording of a live group: its limits are read
@@ -97,7 +100,7 @@ func (r *Recording) Run(ctx context.Context) (*trace.Trace, error) {
 		Schema: trace.Schema, Tool: trace.Tool{Name: "cfsprobe", Version: Version},
 		Spec: trace.Spec{Workload: Recorded, Args: append([]string{}, cfg.Args...)},
 		Host: cfg.Host, Limits: trace.LimitsOf(lim),
-		Cgroup:           trace.Cgroup{Path: g.Path, Version: g.Version},
+		Cgroup:           trace.Cgroup{Path: g.Path, Version: g.Version, Names: cfg.Names},
 		Started:          started.UTC(),
 		SampleIntervalNs: int64(interval),
 	}

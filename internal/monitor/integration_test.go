@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -32,7 +31,7 @@ func TestDiscoverRealCgroups(t *testing.T) {
 	}
 	t.Logf("cgroup root: %+v", *r)
 
-	parent := fmt.Sprintf("cfsprobe-monitor-%d", os.Getpid())
+	parent := testenv.ParentName("monitor")
 	children := []string{"unlimited", "q20", "q50"}
 	hierarchies := []string{r.CPUDir}
 	if r.AcctDir != r.CPUDir {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
@@ -69,9 +68,7 @@ type predictor struct {
 	seed uint64
 	opt  sim.ReplayOptions
 	// rec is how the demand was made (without a thread cap).
-	rec *trace.Replay
-	// burst: the era has CPU burst.
-	burst bool
+	rec   *trace.Replay
 	cache map[Setting]Prediction
 	runs  int
 }
@@ -82,15 +79,7 @@ func newPredictor(tr *trace.Trace, era sim.Era, cpus int, seed uint64, opt sim.R
 	if err != nil {
 		return nil, err
 	}
-	p := &predictor{tr: tr, era: era, cpus: cpus, seed: seed, opt: opt, rec: rec, cache: map[Setting]Prediction{}}
-	// The era's model says whether it has burst (NewTrace records it as
-	// the simulated host's).
-	probe, err := p.simulate(Setting{Limits: cgroup.Limits{Period: cgroup.DefaultPeriod}})
-	if err != nil {
-		return nil, err
-	}
-	p.burst = probe.Host.BurstSupported
-	return p, nil
+	return &predictor{tr: tr, era: era, cpus: cpus, seed: seed, opt: opt, rec: rec, cache: map[Setting]Prediction{}}, nil
 }
 
 // predict is the simulator's prediction of the setting.

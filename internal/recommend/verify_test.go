@@ -21,7 +21,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
-const verifyParent = "cfsprobe-test-recommend"
+var verifyParent = testenv.ParentName("recommend")
 
 // builtinTrace is a trace of the built-in workload name run with args
 // under lim, as far as Verify reads it: its spec and its limits.

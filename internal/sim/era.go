@@ -142,6 +142,10 @@ type model struct {
 	eevdf bool
 }
 
+// HasBurst reports whether the era has CPU burst (cpu.cfs_burst_us,
+// cpu.max.burst): 5.14 and later.
+func (e Era) HasBurst() bool { return modelOf(e).burst }
+
 func modelOf(e Era) model {
 	switch e {
 	case Era3_16:

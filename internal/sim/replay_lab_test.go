@@ -18,7 +18,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
-const replayParent = "cfsprobe-test-replay"
+var replayParent = testenv.ParentName("replay")
 
 // Replay on a real kernel (must-show 2): a lab run under a tight limit,
 // replayed with no limit, predicts the unlimited run's per-period usage
@@ -180,17 +180,15 @@ func weighted(t *testing.T, l *cgroup.Layout, top string) string {
 			dirs = append(dirs, filepath.Join(l.CPUAcct.Dir, top))
 		}
 	}
-	t.Cleanup(func() {
-		for _, d := range dirs {
-			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
-				t.Errorf("remove %s: %v", d, err)
-			}
-		}
-	})
 	for _, d := range dirs {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { // only what this test made
+			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
+				t.Errorf("remove %s: %v", d, err)
+			}
+		})
 	}
 	if err := weight(dirs[0]); err != nil {
 		t.Fatal(err)

@@ -173,7 +173,7 @@ func normalize(cfg Config, threads []Thread) (Config, error) {
 	if c.Limits, err = checkLimits(c.Limits, c.CPUs); err != nil {
 		return c, &FieldError{Field: "Limits", Err: err}
 	}
-	if c.Limits.Burst > 0 && !modelOf(c.Era).burst {
+	if c.Limits.Burst > 0 && !c.Era.HasBurst() {
 		return c, fieldErr("Limits", "burst %v needs era %s or later (cpu.cfs_burst_us came with f4183717b370)", c.Limits.Burst, Era5_14)
 	}
 	if c.Parent != nil {

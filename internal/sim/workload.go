@@ -109,7 +109,7 @@ func Prepare(s Setup) (*Plan, error) {
 	if err := s.Limits.Validate(); err != nil {
 		return ue(err)
 	}
-	if s.Limits.Burst > 0 && !modelOf(s.Era).burst {
+	if s.Limits.Burst > 0 && !s.Era.HasBurst() {
 		return ue(&cgroup.LimitError{Field: cgroup.FieldBurst, Value: s.Limits.Burst.String(), Err: cgroup.ErrNoBurst,
 			Reason: fmt.Sprintf("needs CPU burst, which kernel era %s does not have (era %s and later have it)", s.Era, Era5_14)})
 	}

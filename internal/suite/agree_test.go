@@ -39,7 +39,7 @@ func TestSimulatorAgreesWithThisHost(t *testing.T) {
 		t.Skip("about four minutes of real runs")
 	}
 	l := testenv.NeedCgroups(t)
-	parent := fmt.Sprintf("cfsprobe-suiteagree-%d", os.Getpid())
+	parent := testenv.ParentName("suiteagree")
 	t.Cleanup(func() { testenv.NoLeftovers(t, l, parent) })
 	release := cgroup.KernelRelease(hostfs.Default())
 	era, err := sim.EraOfRelease(release)

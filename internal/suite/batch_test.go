@@ -80,7 +80,7 @@ func TestNewBatchValidates(t *testing.T) {
 // stops at the suite in progress.
 func TestBatchRun(t *testing.T) {
 	l := testenv.NeedCgroups(t)
-	parent := fmt.Sprintf("cfsprobe-suitetest-%d", os.Getpid())
+	parent := testenv.ParentName("suitetest")
 	t.Cleanup(func() { testenv.NoLeftovers(t, l, parent) })
 	base := lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr}
 	env := Env{CPUs: 2}

@@ -3,6 +3,8 @@
 package testenv
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -36,6 +38,13 @@ func NeedCgroups(t testing.TB) *cgroup.Layout {
 	return l
 }
 
+// ParentName is the name of a parent group a test creates its groups
+// under: cfsprobe-<what>-<pid>. The PID keeps packages tested in parallel
+// apart, and keeps a group left by a killed earlier run (its cleanup never
+// ran) from failing the next run that would have used the same name;
+// scripts/leftovers.sh reports such a group after make test.
+func ParentName(what string) string { return fmt.Sprintf("cfsprobe-%s-%d", what, os.Getpid()) }
+
 // Leftovers lists the directories of the parent group (and anything in
 // them) in every cgroup hierarchy of the layout. Each test package uses a
 // parent of its own, so packages tested in parallel do not see each
@@ -57,4 +66,16 @@ func NoLeftovers(t testing.TB, l *cgroup.Layout, parent string) {
 	if left := Leftovers(l, parent); len(left) > 0 {
 		t.Errorf("cgroups left behind: %v", left)
 	}
+}
+
+// FreeAddr is a loopback TCP address nothing listens on, for a server a
+// test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

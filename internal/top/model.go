@@ -49,6 +49,7 @@ import (
 type Reading struct {
 	Path   string           // relative to the hierarchy's root; the group's key
 	ID     monitor.Identity // what the path says the group is
+	Names  trace.Names      // what its container runtime calls it (empty when unknown)
 	Limits cgroup.Limits
 	Stat   cgroup.Stat
 	// UsageUnknown says why Stat.UsageNs is not the group's usage (it
@@ -98,7 +99,11 @@ type Row struct {
 	ContainerID string          `json:"container_id"`
 	Runtime     monitor.Runtime `json:"runtime"`
 	Unit        string          `json:"unit"`
-	Limits      trace.Limits    `json:"limits"`
+	// Names are the container runtime's names of the group's container
+	// or pod (container_name, image, pod_namespace, pod_name; absent
+	// when unknown); Name is then made of them (trace.Names.Label).
+	trace.Names
+	Limits trace.Limits `json:"limits"`
 	// UsageUnknown says why the group's usage cannot be read (and
 	// UsageCPUs and Interval.UsageNs are null); absent when it can.
 	UsageUnknown *UsageUnknown `json:"usage_unknown,omitempty"`
@@ -205,8 +210,8 @@ func advance(g *group, r Reading) bool {
 // baseRow is the row of a reading without figures.
 func baseRow(r Reading) Row {
 	row := Row{
-		Cgroup: r.Path, Kind: r.ID.Kind, Name: r.ID.Name, PodUID: r.ID.PodUID, QoS: r.ID.QoS,
-		ContainerID: r.ID.ContainerID, Runtime: r.ID.Runtime, Unit: r.ID.Unit,
+		Cgroup: r.Path, Kind: r.ID.Kind, Name: r.Names.Label(r.ID.Name), PodUID: r.ID.PodUID, QoS: r.ID.QoS,
+		ContainerID: r.ID.ContainerID, Runtime: r.ID.Runtime, Unit: r.ID.Unit, Names: r.Names,
 		Limits: trace.LimitsOf(r.Limits),
 	}
 	if r.UsageUnknown != "" {

@@ -16,8 +16,14 @@ type tree interface {
 	Discover(monitor.Options) (monitor.Discovery, error)
 }
 
+// namer tells the names a container runtime gives a group's container or
+// pod (a *containers.Resolver), from memory.
+type namer interface {
+	Names(id monitor.Identity) (trace.Names, bool)
+}
+
 // TreeSource reads the groups of a cgroup tree: those with a CPU quota, or
-// all of them. Beside the readings, a per-period sampler (the exporter's,
+// all of them, named by their runtimes when a namer is given. Beside the readings, a per-period sampler (the exporter's,
 // monitor.Sampler) follows the limited groups once Run has started it, and
 // each reading carries the longest stall it measured.
 type TreeSource struct {
@@ -26,15 +32,17 @@ type TreeSource struct {
 	now     func() time.Time
 	sampler *monitor.Sampler
 	stalls  []monitor.GroupPeriods
+	names   namer // nil: path identity only
 }
 
 // maxSampled is how many groups top's sampler follows at most.
 const maxSampled = 1000
 
 // NewTreeSource reads the tree of root; all: every group, not only those
-// with a quota. cpus is the node's online CPU count.
-func NewTreeSource(root *monitor.Root, all bool, cpus int) *TreeSource {
-	return &TreeSource{tree: root, all: all, now: time.Now, sampler: monitor.NewSampler(monitor.SamplerOptions{
+// with a quota. cpus is the node's online CPU count. names names
+// containers and pods (nil: by their paths only).
+func NewTreeSource(root *monitor.Root, all bool, cpus int, names namer) *TreeSource {
+	return &TreeSource{tree: root, all: all, now: time.Now, names: names, sampler: monitor.NewSampler(monitor.SamplerOptions{
 		MaxGroups: maxSampled, CPUs: cpus, UsageBuckets: []float64{1}, StallBuckets: []float64{1},
 	})}
 }
@@ -85,7 +93,11 @@ func (s *TreeSource) Read() (Snapshot, error) {
 			}
 			continue
 		}
-		snap.Readings = append(snap.Readings, Reading{Path: g.Path, ID: g.ID, Limits: l, Stat: st, UsageUnknown: g.UsageUnknown(), At: at, MaxStallNs: stall[g.Path]})
+		var names trace.Names
+		if s.names != nil {
+			names, _ = s.names.Names(g.ID)
+		}
+		snap.Readings = append(snap.Readings, Reading{Path: g.Path, ID: g.ID, Names: names, Limits: l, Stat: st, UsageUnknown: g.UsageUnknown(), At: at, MaxStallNs: stall[g.Path]})
 		if !l.Unlimited() {
 			targets = append(targets, monitor.Target{Group: g, Limits: l})
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/golden"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 const (
@@ -44,7 +45,7 @@ func copiedSource(t *testing.T, fixture string) (src *TreeSource, dir string, cl
 	if err := os.CopyFS(dir, os.DirFS(fixture)); err != nil {
 		t.Fatal(err)
 	}
-	src = NewTreeSource(openFixture(t, dir), false, 2)
+	src = NewTreeSource(openFixture(t, dir), false, 2, nil)
 	now := t0
 	src.now = func() time.Time { return now }
 	return src, dir, &now
@@ -85,7 +86,7 @@ func TestTreeSourceFixtures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.fixture, func(t *testing.T) {
 			root := openFixture(t, filepath.Join("testdata", tc.fixture))
-			s, err := NewTreeSource(root, false, 2).Read()
+			s, err := NewTreeSource(root, false, 2, nil).Read()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +114,7 @@ func TestTreeSourceFixtures(t *testing.T) {
 					t.Errorf("%s: identity %+v", r.Path, r.ID)
 				}
 			}
-			s, err = NewTreeSource(root, true, 2).Read()
+			s, err = NewTreeSource(root, true, 2, nil).Read()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +200,7 @@ func TestTreeSourceRootGone(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "v2"))); err != nil {
 		t.Fatal(err)
 	}
-	src := NewTreeSource(openFixture(t, dir), false, 2)
+	src := NewTreeSource(openFixture(t, dir), false, 2, nil)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -258,4 +259,42 @@ func TestTreeSourceUsageUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, filepath.Join("testdata", "golden", "cpu-only-v1-apart.json"), b.Bytes())
+}
+
+// fakeNamer names the groups of the container IDs it has.
+type fakeNamer map[string]trace.Names
+
+func (f fakeNamer) Names(id monitor.Identity) (trace.Names, bool) {
+	n, ok := f[id.ContainerID]
+	return n, ok
+}
+
+// A group its runtime names is shown by its names, in the table and in
+// the JSON; the others by their paths.
+func TestTreeSourceNames(t *testing.T) {
+	src, _, clock := copiedSource(t, filepath.Join("testdata", "v2"))
+	src.names = fakeNamer{"1b3167c067e27456ff2b48f6038063327d1ed79ab9e345f1362f4698b6145398": {
+		ContainerName: "app", Image: "registry.local/api:2", PodNamespace: "shop", PodName: "api-7d9f",
+	}}
+	m := NewModel()
+	for i := range 2 {
+		*clock = t0.Add(time.Duration(i) * time.Second)
+		s, err := src.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Update(s)
+	}
+	rows := m.Rows(SortName, false)
+	var b bytes.Buffer
+	if err := WriteTable(&b, HeaderOf(m, Options{Interval: time.Second, Host: testHost}), rows, 0, SortName, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("testdata", "golden", "v2-names.txt"), b.Bytes())
+	if len(rows) != 2 || rows[1].Name != "shop/api-7d9f/app" || rows[1].ContainerName != "app" || rows[0].Name != "nginx.service" || !rows[0].Names.IsZero() {
+		t.Errorf("rows: %+v", rows)
+	}
 }

@@ -174,6 +174,49 @@ func (l Limits) Unlimited() bool { return l.Cgroup().Unlimited() }
 type Cgroup struct {
 	Path    string `json:"path"`
 	Version int    `json:"version"`
+	// Names are the container runtime's names of the group's container
+	// or pod, when one was asked and answered (cfsprobe record); absent
+	// otherwise.
+	Names
+}
+
+// Names are what a container runtime calls the container or pod a group
+// belongs to: the names people know it by (docker ps, kubectl get pods),
+// where the group's path has only IDs. Each is empty when unknown.
+type Names struct {
+	// ContainerName is a Docker container's name (without docker's
+	// leading /), or a Kubernetes container's name in its pod ("POD" for
+	// the pod's sandbox); empty for a pod's own group.
+	ContainerName string `json:"container_name,omitempty"`
+	// Image is the image the container was started from, as it was
+	// given (nginx:1.25); empty for a pod's own group.
+	Image string `json:"image,omitempty"`
+	// PodNamespace and PodName name a Kubernetes container's pod.
+	PodNamespace string `json:"pod_namespace,omitempty"`
+	PodName      string `json:"pod_name,omitempty"`
+}
+
+// IsZero reports whether no name is known.
+func (n Names) IsZero() bool { return n == Names{} }
+
+// Label is how people name the group: a Kubernetes container as
+// namespace/pod/container (a pod's own group as namespace/pod), a Docker
+// container by its name and image ("web (nginx:1.25)"); pathName (what
+// the group's path says, monitor.Identity.Name) when no name is known.
+func (n Names) Label(pathName string) string {
+	switch {
+	case n.PodName != "":
+		l := n.PodNamespace + "/" + n.PodName
+		if n.ContainerName != "" {
+			l += "/" + n.ContainerName
+		}
+		return l
+	case n.ContainerName != "" && n.Image != "":
+		return n.ContainerName + " (" + n.Image + ")"
+	case n.ContainerName != "":
+		return n.ContainerName
+	}
+	return pathName
 }
 
 // Period is one entry of the timeline: one enforcement period of the

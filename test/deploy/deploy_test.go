@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -39,10 +40,15 @@ type serviceMonitor struct {
 		} `json:"namespaceSelector,omitempty"`
 		JobLabel  string `json:"jobLabel,omitempty"`
 		Endpoints []struct {
-			Port          string `json:"port"`
-			Path          string `json:"path,omitempty"`
-			Interval      string `json:"interval,omitempty"`
-			ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
+			Port   string `json:"port"`
+			Path   string `json:"path,omitempty"`
+			Scheme string `json:"scheme,omitempty"`
+			// SafeTLSConfig and BasicAuth: Secret references, checked
+			// on a real API server by the CRD's schema (test/kubernetes).
+			TLSConfig     map[string]any `json:"tlsConfig,omitempty"`
+			BasicAuth     map[string]any `json:"basicAuth,omitempty"`
+			Interval      string         `json:"interval,omitempty"`
+			ScrapeTimeout string         `json:"scrapeTimeout,omitempty"`
 			Relabelings   []struct {
 				SourceLabels []string `json:"sourceLabels,omitempty"`
 				Separator    string   `json:"separator,omitempty"`
@@ -75,8 +81,18 @@ func newObject(apiVersion, kind string) any {
 		return &appsv1.DaemonSet{}
 	case "batch/v1/Job":
 		return &batchv1.Job{}
+	case "rbac.authorization.k8s.io/v1/ClusterRole":
+		return &rbacv1.ClusterRole{}
+	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
+		return &rbacv1.ClusterRoleBinding{}
 	case "monitoring.coreos.com/v1/ServiceMonitor":
 		return &serviceMonitor{}
+	case "monitoring.coreos.com/v1/PrometheusRule":
+		return &prometheusRule{}
+	case "v1/Secret":
+		return &corev1.Secret{}
+	case "v1/ConfigMap":
+		return &corev1.ConfigMap{}
 	}
 	return nil
 }
@@ -154,7 +170,8 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	for file, objs := range m {
 		for _, o := range objs {
 			md := meta(o.Obj)
-			if o.Kind != "Namespace" && md.GetNamespace() != namespace {
+			clusterScoped := o.Kind == "Namespace" || o.Kind == "ClusterRole" || o.Kind == "ClusterRoleBinding"
+			if !clusterScoped && md.GetNamespace() != namespace {
 				t.Errorf("%s: %s %s is in namespace %q, want %q", o.Doc, o.Kind, md.GetName(), md.GetNamespace(), namespace)
 			}
 			if md.GetLabels()["app.kubernetes.io/name"] != "cfsprobe" {
@@ -177,17 +194,20 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			if sel != nil && !matches(sel.MatchLabels, tmpl.Labels) {
 				t.Errorf("%s: selector %v does not match the pod template's labels %v", o.Doc, sel.MatchLabels, tmpl.Labels)
 			}
-			checkPodSpec(t, o.Doc.String(), &tmpl.Spec)
+			checkPodSpec(t, o.Doc.String(), &tmpl.Spec, file == exporterFile)
 		}
 	}
 }
 
 // checkPodSpec checks what the API server would refuse and what every pod
-// here must do.
-func checkPodSpec(t *testing.T, where string, ps *corev1.PodSpec) {
+// here must do. Only the exporter (token) calls the API server.
+func checkPodSpec(t *testing.T, where string, ps *corev1.PodSpec, token bool) {
 	t.Helper()
-	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
-		t.Errorf("%s: automountServiceAccountToken must be false: nothing here calls the API server", where)
+	switch automount := ps.AutomountServiceAccountToken; {
+	case token && (automount == nil || !*automount):
+		t.Errorf("%s: automountServiceAccountToken must be true: the exporter lists its node's pods to name them", where)
+	case !token && (automount == nil || *automount):
+		t.Errorf("%s: automountServiceAccountToken must be false: nothing but the exporter calls the API server", where)
 	}
 	if ps.HostNetwork {
 		t.Errorf("%s: hostNetwork is not needed", where)
@@ -276,7 +296,16 @@ func TestExporterDaemonSet(t *testing.T) {
 		t.Errorf("serviceAccountName %q, want the file's own %q", ps.ServiceAccountName, sa.Name)
 	}
 	if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
-		t.Errorf("the ServiceAccount must not automount a token")
+		t.Errorf("the ServiceAccount must not automount a token: the exporter's pods ask for theirs")
+	}
+	nodeName := false
+	for _, e := range c.Env {
+		if e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName" {
+			nodeName = true
+		}
+	}
+	if !nodeName {
+		t.Errorf("env: want NODE_NAME from the downward API's spec.nodeName: the pods of that node name the groups")
 	}
 	if ps.HostPID || ps.HostIPC || ps.HostNetwork {
 		t.Errorf("the exporter needs no host namespace")
@@ -323,6 +352,10 @@ func TestExporterDaemonSet(t *testing.T) {
 	args := strings.Join(c.Args, " ")
 	if !strings.HasPrefix(args, "exporter ") || !strings.Contains(args, "--cgroup-root "+cgroupMount) {
 		t.Errorf("args %q: want exporter ... --cgroup-root %s", args, cgroupMount)
+	}
+	// No runtime's socket is mounted: names come from the API server.
+	if !strings.Contains(args, "--docker-host none") || !strings.Contains(args, "--cri-endpoint none") || strings.Contains(args, "--kube-api") {
+		t.Errorf("args %q: want --docker-host none and --cri-endpoint none (no socket is mounted), and --kube-api left at in-cluster", args)
 	}
 
 	// Non-root, read-only, nothing to escalate to.
@@ -372,6 +405,26 @@ func TestExporterDaemonSet(t *testing.T) {
 				t.Errorf("probe path %s is not an endpoint docs/metrics.md documents", p)
 			}
 		}
+	}
+}
+
+// The exporter's service account may get and list pods, and nothing
+// else: that is how it names the groups of its node.
+func TestExporterRBAC(t *testing.T) {
+	m := loadManifests(t)
+	sa := only[*corev1.ServiceAccount](t, m, exporterFile)
+	role := only[*rbacv1.ClusterRole](t, m, exporterFile)
+	binding := only[*rbacv1.ClusterRoleBinding](t, m, exporterFile)
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}}
+	if !reflect.DeepEqual(role.Rules, want) || role.AggregationRule != nil {
+		t.Errorf("ClusterRole %s rules %+v, want exactly %+v", role.Name, role.Rules, want)
+	}
+	if binding.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name}) {
+		t.Errorf("ClusterRoleBinding %s binds %+v, want the ClusterRole %s", binding.Name, binding.RoleRef, role.Name)
+	}
+	wantSubject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: namespace}}
+	if !reflect.DeepEqual(binding.Subjects, wantSubject) {
+		t.Errorf("ClusterRoleBinding %s subjects %+v, want %+v", binding.Name, binding.Subjects, wantSubject)
 	}
 }
 
@@ -495,6 +548,22 @@ func TestCheckPairsDifferOnlyInCPULimit(t *testing.T) {
 	}
 }
 
+// mountsEmptyDir reports whether container c of ps mounts an emptyDir
+// volume at path, writable.
+func mountsEmptyDir(ps *corev1.PodSpec, c corev1.Container, path string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != path || m.ReadOnly {
+			continue
+		}
+		for _, v := range ps.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func podSpec(o any) *corev1.PodSpec {
 	switch v := o.(type) {
 	case *appsv1.DaemonSet:
@@ -532,6 +601,9 @@ func TestCheckWorkloads(t *testing.T) {
 				t.Fatalf("%s: want one container", f)
 			}
 			c := ps.Containers[0]
+			if !mountsEmptyDir(ps, c, "/tmp") {
+				t.Errorf("%s: mount an emptyDir at /tmp: the root filesystem is read-only and cfsprobe writes the engine it runs there", f)
+			}
 			sc := c.SecurityContext
 			if sc.Privileged == nil || !*sc.Privileged || sc.RunAsUser == nil || *sc.RunAsUser != 0 {
 				t.Errorf("%s: the check needs privileged and runAsUser 0", f)

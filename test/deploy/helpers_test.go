@@ -2,7 +2,9 @@
 // manifests are decoded strictly into the API types, every PromQL
 // expression of the rules and the dashboard is parsed, and every metric
 // they use must be documented in docs/metrics.md, so the three cannot
-// drift apart.
+// drift apart. The rules and the dashboard also run: promtool's unit tests
+// of every alert (deploy/prometheus/tests), and a real Prometheus scraping
+// a real exporter while containers are throttled (TestPrometheusStack).
 package deploy
 
 import (
@@ -51,13 +53,17 @@ var docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
 // only comments and blank lines.
 func splitYAML(t *testing.T, p string) []yamlDoc {
 	t.Helper()
-	b := readFile(t, p)
+	return splitDocs(p, readFile(t, p))
+}
+
+// splitDocs is splitYAML of b, named name.
+func splitDocs(name string, b []byte) []yamlDoc {
 	var docs []yamlDoc
 	start, line := 0, 1
 	add := func(end int) {
 		text := b[start:end]
 		if hasContent(text) {
-			docs = append(docs, yamlDoc{File: p, Line: line, Text: text})
+			docs = append(docs, yamlDoc{File: name, Line: line, Text: text})
 		}
 	}
 	for _, m := range docSep.FindAllIndex(b, -1) {
@@ -88,6 +94,19 @@ func decodeStrict(doc yamlDoc, v any) error {
 		return fmt.Errorf("%s: %w", doc, err)
 	}
 	return decodeJSONStrict(j, v, doc.String())
+}
+
+// decodeOneDoc decodes the file p, which must hold one YAML document,
+// strictly into v.
+func decodeOneDoc(t *testing.T, p string, v any) {
+	t.Helper()
+	docs := splitYAML(t, p)
+	if len(docs) != 1 {
+		t.Fatalf("%s: want one YAML document, got %d", p, len(docs))
+	}
+	if err := decodeStrict(docs[0], v); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func decodeJSONStrict(j []byte, v any, where string) error {

@@ -62,14 +62,8 @@ type prometheusRule struct {
 
 func loadRules(t *testing.T) ruleFile {
 	t.Helper()
-	docs := splitYAML(t, rulesFile)
-	if len(docs) != 1 {
-		t.Fatalf("%s: want one YAML document, got %d", rulesFile, len(docs))
-	}
 	var rf ruleFile
-	if err := decodeStrict(docs[0], &rf); err != nil {
-		t.Fatal(err)
-	}
+	decodeOneDoc(t, rulesFile, &rf)
 	if len(rf.Groups) == 0 {
 		t.Fatalf("%s: no groups", rulesFile)
 	}
@@ -96,14 +90,8 @@ func TestPrometheusRuleMatchesRulesFile(t *testing.T) {
 	}
 	golden.Check(t, repoPath(ruleCRFile), want.Bytes())
 
-	docs := splitYAML(t, ruleCRFile)
-	if len(docs) != 1 {
-		t.Fatalf("%s: want one YAML document, got %d", ruleCRFile, len(docs))
-	}
 	var pr prometheusRule
-	if err := decodeStrict(docs[0], &pr); err != nil {
-		t.Fatal(err)
-	}
+	decodeOneDoc(t, ruleCRFile, &pr)
 	if pr.APIVersion != "monitoring.coreos.com/v1" || pr.Kind != "PrometheusRule" {
 		t.Errorf("%s: apiVersion/kind %s/%s, want monitoring.coreos.com/v1/PrometheusRule", ruleCRFile, pr.APIVersion, pr.Kind)
 	}

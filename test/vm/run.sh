@@ -50,7 +50,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 
-tests=${CFSPROBE_VM_TESTS:-'TestLabBurstyOverQuota|TestLabParallelOverQuota|TestLabParallelAtQuota|TestSuiteBurstyLimits|TestSuiteBurst$|TestTopOnceJSONRealCgroups|TestExporterRealThrottledGroup|TestRecordHandMadeGroup'}
+tests=${CFSPROBE_VM_TESTS:-'TestLabBurstyOverQuota|TestLabParallelOverQuota|TestLabParallelAtQuota|TestSuiteBurstyLimits|TestSuiteBurst$|TestTopOnceJSONRealCgroups|TestExporterRealThrottledGroup|TestRecordHandMadeGroup|TestRecommendVerifyThrottledScenarios'}
 # Tests of internal/lab's own test binary: the lab's and the monitor's
 # samplers following one group (trace.Tracker's periods on cgroup v2).
 lab_tests=${CFSPROBE_VM_LAB_TESTS:-'TestLabAndMonitorAgree'}

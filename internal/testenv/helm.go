@@ -1,0 +1,32 @@
+package testenv
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Helm is helm as `make helm-bin` builds it (test/helm/build/build.sh),
+// with the Prometheus Operator's CRDs beside it.
+type Helm struct {
+	Bin  string // the helm binary
+	CRDs string // the ServiceMonitor and PrometheusRule CRDs' directory
+}
+
+// NeedHelm returns the helm of the repository whose root is root. Without
+// it the test skips, or fails under CFSPROBE_REQUIRE_CGROUPS=1: tests never
+// build it.
+func NeedHelm(t testing.TB, root string) Helm {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(root, "test/helm/build/build.sh"), "--check").Output()
+	if err != nil {
+		const why = "helm is not built (run `make helm-bin`, a few minutes once per machine)"
+		if Required() {
+			t.Fatalf("%s=1 but %s", RequireEnv, why)
+		}
+		t.Skipf("%s; set %s=1 to make this a failure", why, RequireEnv)
+	}
+	bin := strings.TrimSpace(string(out))
+	return Helm{Bin: bin, CRDs: filepath.Join(filepath.Dir(bin), "crds")}
+}
