@@ -345,6 +345,18 @@ func TestErrors(t *testing.T) {
 			want: []string{"--verify rerunnable", "not writable by uid 65534", "run cfsprobe as root"}},
 		{name: "recommend root missing", args: []string{"recommend", "--cgroup-root", "/no/such/dir", "--cgroup", "/", "--duration", "1s"},
 			want: []string{"--cgroup-root /no/such/dir does not exist"}},
+		{name: "recommend prometheus not a URL", args: []string{"recommend", "--prometheus", "prometheus:9090"},
+			want: []string{`URL "prometheus:9090" is not an http:// or https:// address`, "such as http://prometheus:9090"}},
+		{name: "recommend prometheus unreachable", args: []string{"recommend", "--prometheus", "http://127.0.0.1:1"},
+			want: []string{"no Prometheus API answered at http://127.0.0.1:1", "give the address of a Prometheus server"}},
+		{name: "recommend prometheus window malformed", args: []string{"recommend", "--prometheus", "http://127.0.0.1:1", "--since", "a week"},
+			want: []string{`--since "a week"`, "such as 7d"}},
+		{name: "recommend prometheus and traces", args: []string{"recommend", "--prometheus", "http://127.0.0.1:1", simulated},
+			want: []string{"give --prometheus, traces or --cgroup, one of them"}},
+		{name: "recommend prometheus verify", args: []string{"recommend", "--prometheus", "http://127.0.0.1:1", "--verify"},
+			want: []string{"--verify reruns a trace's workload", "read from Prometheus"}},
+		{name: "recommend since without prometheus", args: []string{"recommend", "--since", "7d", simulated},
+			want: []string{"--since and --selector say what to read of --prometheus"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,11 +81,36 @@ func Read(ctx context.Context, opt Options) ([]Group, error) {
 	return out, nil
 }
 
+// ErrUnreachable is a server that did not answer: nothing listens at
+// the URL, or it is not a Prometheus API.
+var ErrUnreachable = errors.New("no Prometheus API answered")
+
+// ErrRefused is a query the server refused as malformed (its bad_data):
+// a selector that is not label matchers.
+var ErrRefused = errors.New("the server refused the query")
+
+// CheckOptions checks what Query needs of the options: an http(s) URL
+// with a host and a positive window (the selector is the server's to
+// parse: a bad one is ErrRefused). Its errors say which.
+func CheckOptions(opt Options) error {
+	u, err := url.Parse(opt.URL)
+	switch {
+	case err != nil:
+		return fmt.Errorf("URL %q: %w", opt.URL, err)
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("URL %q is not an http:// or https:// address with a host", opt.URL)
+	case opt.Since <= 0:
+		return fmt.Errorf("the window %v is not a positive duration", opt.Since)
+	}
+	return nil
+}
+
 // Query reads every group's series over the window, groups in key order:
-// one instant query per figure, run at once.
+// one instant query per figure, run at once. A server that does not
+// answer is ErrUnreachable, a query it refuses ErrRefused.
 func Query(ctx context.Context, opt Options) ([]Series, error) {
-	if opt.Since <= 0 {
-		return nil, fmt.Errorf("the window %v is not a positive duration", opt.Since)
+	if err := CheckOptions(opt); err != nil {
+		return nil, err
 	}
 	cfg := api.Config{Address: opt.URL}
 	if opt.Client != nil {
@@ -109,7 +135,7 @@ func Query(ctx context.Context, opt Options) ([]Series, error) {
 			defer wg.Done()
 			v, _, err := a.Query(ctx, text, end)
 			if err != nil {
-				errs[i] = fmt.Errorf("prometheus %s: query %s: %w", opt.URL, text, err)
+				errs[i] = queryError(opt.URL, text, err)
 				return
 			}
 			vec, ok := v.(model.Vector)
@@ -121,10 +147,29 @@ func Query(ctx context.Context, opt Options) ([]Series, error) {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	// The queries fail alike when the server does: the first says why.
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return assemble(res, opt, end), nil
+}
+
+// queryError says why a query failed, as ErrUnreachable (no answer, or
+// an answer that is not the API's), ErrRefused (bad_data) or the
+// server's error.
+func queryError(url, text string, err error) error {
+	var ae *v1.Error
+	switch {
+	case errors.As(err, &ae) && ae.Type == v1.ErrBadData:
+		return fmt.Errorf("%w at %s (%s): query %s", ErrRefused, url, ae.Msg, text)
+	case errors.As(err, &ae) && (ae.Type == v1.ErrBadResponse || ae.Type == v1.ErrClient):
+		return fmt.Errorf("%w at %s (%s)", ErrUnreachable, url, ae.Msg)
+	case !errors.As(err, &ae) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w at %s (%v)", ErrUnreachable, url, err)
+	}
+	return fmt.Errorf("prometheus %s: query %s: %w", url, text, err)
 }
 
 // The queries, by index.
