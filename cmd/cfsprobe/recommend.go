@@ -322,9 +322,13 @@ func readFleet(opt fleet.Options) ([]recommend.Input, error) {
 		}
 		ins = append(ins, recommend.Input{Name: g.Key.String(), Trace: g.Trace, MinuteUsage: g.MinuteUsage})
 	}
-	if len(ins) == 0 {
-		return nil, usageErr("--prometheus %s has no group (selected by --selector %q) with per-period demand in the last %s: check that it scrapes cfsprobe exporter, and the selector",
+	switch {
+	case len(ins) == 0 && opt.Selector != "":
+		return nil, usageErr("--prometheus %s has no group that --selector %s selects with per-period demand in the last %s: check the selector, and that it scrapes cfsprobe exporter",
 			opt.URL, opt.Selector, model.Duration(opt.Since))
+	case len(ins) == 0:
+		return nil, usageErr("--prometheus %s has no group with per-period demand in the last %s: check that it scrapes cfsprobe exporter (cfsprobe_period_demand_cpus)",
+			opt.URL, model.Duration(opt.Since))
 	}
 	return ins, nil
 }
