@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
+	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -84,17 +84,6 @@ func fleetGroups(burst bool) []fleetGroup {
 	return gs
 }
 
-// freePort is a loopback port nothing listens on right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startPrometheus runs Debian's prometheus on loopback with a fresh
 // TSDB in dir, scraping target every second and loading the repository's
 // rules; it is stopped (by its PID) when the test ends.
@@ -123,42 +112,12 @@ scrape_configs:
 `, rules, target)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freePort(t)
-	var logs strings.Builder
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("prometheus:\n%s", logs.String())
-		}
-	})
+	addr := testenv.FreeAddr(t)
+	d := testenv.StartDaemon(t, "prometheus", exec.Command(bin, "--config.file="+cfg,
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr, "--log.level=warn"))
 	url := "http://" + addr
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get(url + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus at %s not ready after 30s: %v\n%s", url, err, logs.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	d.WaitReady(t, url+"/-/ready", 30*time.Second)
+	return url
 }
 
 // startWorkload starts a group's workload in the C engine and moves it
@@ -234,7 +193,7 @@ func TestFleetFromPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := root.HostFacts(hostfs.Default())
-	parent := fmt.Sprintf("cfsprobe-fleet-%d", os.Getpid())
+	parent := testenv.ParentName("fleet")
 	mgr := cgroup.NewManager(layout, parent)
 	t.Cleanup(func() { testenv.NoLeftovers(t, layout, parent) })
 	dir := t.TempDir()
@@ -329,6 +288,11 @@ func TestFleetFromPrometheus(t *testing.T) {
 	for _, g := range fleet {
 		byPath[g.Key.Cgroup] = g
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			saveInputs(t, specs, groups, traces, byPath)
+		}
+	})
 	var recIn, synIn []recommend.Input
 	for i, fg := range specs {
 		path := groups[i].Path()
@@ -421,4 +385,75 @@ func TestFleetFromPrometheus(t *testing.T) {
 		agree++
 	}
 	t.Logf("%d of %d groups: the recommendation from Prometheus within 15 %% of the recording's", agree, len(recG))
+}
+
+// saveInputs keeps what a failed run compared, to be advised again
+// offline (cfsprobe recommend DIR/recorded/NAME.json DIR/prometheus/NAME.json):
+// each group's recording, its synthetic trace and the series it was
+// synthesized from (series/NAME.json, histogram bounds as Prometheus
+// writes le). The directory is $CFSPROBE_TEST_LOG when set, else a new
+// one under the system's temporary directory; the test logs it.
+func saveInputs(t *testing.T, specs []fleetGroup, groups []cgroup.Group, traces []*trace.Trace, read map[string]Group) {
+	dir := os.Getenv("CFSPROBE_TEST_LOG")
+	var err error
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "cfsprobe-fleet-log-")
+	}
+	for _, sub := range []string{"recorded", "prometheus", "series"} {
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(dir, sub), 0o755)
+		}
+	}
+	for i, fg := range specs {
+		if err == nil && traces[i] != nil {
+			err = traces[i].WriteFile(filepath.Join(dir, "recorded", fg.name+".json"))
+		}
+		g, ok := read[groups[i].Path()]
+		if err != nil || !ok {
+			continue
+		}
+		if g.Trace != nil {
+			err = g.Trace.WriteFile(filepath.Join(dir, "prometheus", fg.name+".json"))
+		}
+		if err == nil {
+			err = writeSeries(filepath.Join(dir, "series", fg.name+".json"), g.Series)
+		}
+	}
+	if err != nil {
+		t.Errorf("save the inputs: %v", err)
+		return
+	}
+	t.Logf("inputs saved in %s: cfsprobe recommend %s/recorded/NAME.json %s/prometheus/NAME.json", dir, dir, dir)
+}
+
+// jsonHistogram is a Histogram with its bounds as text (JSON has no +Inf).
+type jsonHistogram struct {
+	Le         []string
+	Cumulative []float64
+	Sum, Count float64
+}
+
+// writeSeries writes a group's series as JSON.
+func writeSeries(path string, s Series) error {
+	js := func(h Histogram) jsonHistogram {
+		out := jsonHistogram{Cumulative: h.Cumulative, Sum: h.Sum, Count: h.Count}
+		for _, b := range h.Bounds {
+			out.Le = append(out.Le, strconv.FormatFloat(b, 'g', -1, 64))
+		}
+		return out
+	}
+	quantiles := map[string]float64{}
+	for q, v := range s.UsageQuantiles {
+		quantiles[strconv.FormatFloat(q, 'g', -1, 64)] = v
+	}
+	doc := struct {
+		Series
+		Demand, Stopped jsonHistogram
+		UsageQuantiles  map[string]float64
+	}{s, js(s.Demand), js(s.Stopped), quantiles}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("series of %s: %w", s.Key, err)
+	}
+	return os.WriteFile(path, b, 0o644)
 }
