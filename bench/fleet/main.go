@@ -3,9 +3,10 @@
 // for 1,000 groups on 50 nodes in OpenMetrics text, backfills them into a
 // fresh TSDB with promtool tsdb create-blocks-from openmetrics, starts
 // Debian's prometheus on it (loopback, a free port, nothing scraped), and
-// times reading every group and synthesizing its trace
-// (internal/recommend/fleet) and simulating each, reporting a markdown
-// section for bench/RESULTS.md.
+// times what cfsprobe recommend --prometheus does: reading every group and
+// synthesizing its trace (internal/recommend/fleet), then the recommender
+// (recommend.RecommendAll) on all of them, reporting a markdown section
+// for bench/RESULTS.md.
 //
 // The groups' patterns vary (seeded by the group's number): quotas from
 // 0.1 to 4 CPUs; per-period demand drawn from a log-normal around 0.01
@@ -32,15 +33,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/exporter"
+	"github.com/cfsprobe/cfsprobe/internal/recommend"
 	"github.com/cfsprobe/cfsprobe/internal/recommend/fleet"
-	"github.com/cfsprobe/cfsprobe/internal/sim"
 )
 
 var (
@@ -136,18 +136,28 @@ func run() error {
 	synthTook := time.Since(t0)
 	readCPU := cpuTime() - cpu0
 
-	// One simulation of every group under its current limits: what each
-	// of the recommender's candidates costs.
-	era, err := sim.EraOfRelease(unameRelease())
-	if err != nil {
-		era = sim.Era6_18
+	// The recommender on every group, as recommend --prometheus runs it.
+	var ins []recommend.Input
+	periods := 0
+	for _, g := range groups {
+		if g.Err == nil {
+			ins = append(ins, recommend.Input{Name: g.Key.String(), Trace: g.Trace, MinuteUsage: g.MinuteUsage})
+			periods += len(g.Trace.Periods)
+		}
 	}
 	t0 = time.Now()
 	cpu0 = cpuTime()
-	periods, simErr := simulateAll(groups, era)
-	simTook, simCPU := time.Since(t0), cpuTime()-cpu0
-	if simErr != nil {
-		return simErr
+	advice, err := recommend.RecommendAll(ins, recommend.Options{})
+	recTook, recCPU := time.Since(t0), cpuTime()-cpu0
+	if err != nil {
+		return err
+	}
+	sims, most := 0, 0
+	kinds := map[recommend.Kind]int{}
+	for _, a := range advice {
+		sims += a.Model.Simulations
+		most = max(most, a.Model.Simulations)
+		kinds[a.Recommended.Kind]++
 	}
 
 	printf("### Reading the fleet from Prometheus\n\n")
@@ -155,10 +165,10 @@ func run() error {
 	printf("| queries | **%.1fs** | %d instant queries over %s, run at once (docs/recommend-fleet.md), %d groups returned |\n", queryTook.Seconds(), 14, model(window), len(series))
 	printf("| synthesis | %.2fs | a synthetic trace (at most %d active periods) and minute usage per group; %d groups without periods |\n", synthTook.Seconds(), fleet.DefaultMaxPeriods, failed)
 	printf("| read in all | **%.1fs** | cfsprobe's own CPU in it: %.1fs (the rest is Prometheus's, on the same 2 CPUs) |\n", (queryTook + synthTook).Seconds(), readCPU.Seconds())
-	printf("| one simulation of every group | %.1fs | %.1fs of CPU on %d workers; %d periods in all, %.1f ms of CPU per group |\n\n",
-		simTook.Seconds(), simCPU.Seconds(), runtime.NumCPU(), periods, float64(simCPU.Milliseconds())/float64(max(len(groups)-failed, 1)))
-	printf("Target: recommendations for all 1,000 groups in ≤ 60 s. Reading them takes %.0f s; each simulation of the whole fleet another %.0f s, so a recommender that simulates each group k times needs %.0f + k × %.0f s.\n\n",
-		(queryTook + synthTook).Seconds(), simTook.Seconds(), (queryTook + synthTook).Seconds(), simTook.Seconds())
+	printf("| recommender | **%.1fs** | `recommend.RecommendAll` on %d groups (%d periods in all): %.1fs of CPU on %d workers; %d simulations, %.1f a group (at most %d), %.2f ms of CPU each; advised %s |\n",
+		recTook.Seconds(), len(ins), periods, recCPU.Seconds(), runtime.GOMAXPROCS(0), sims, float64(sims)/float64(max(len(ins), 1)), most,
+		float64(recCPU.Microseconds())/1000/float64(max(sims, 1)), kindCounts(kinds))
+	printf("| in all | **%.1fs** | read, synthesized and advised: the target is 60 s |\n\n", (queryTook + synthTook + recTook).Seconds())
 	printf("Load after: %s\n", loadavg())
 	fmt.Print(out.String())
 	return nil
@@ -166,41 +176,15 @@ func run() error {
 
 func model(d time.Duration) string { return strings.TrimSuffix(d.String(), "0m0s") }
 
-// simulateAll replays every group's synthetic trace under its current
-// limits on the simulator (sim.Replay, sim.Run), on as many workers as
-// CPUs, and returns the periods replayed.
-func simulateAll(groups []fleet.Group, era sim.Era) (int, error) {
-	var mu sync.Mutex
-	var first error
-	periods := 0
-	work := make(chan *fleet.Group)
-	var wg sync.WaitGroup
-	for range runtime.NumCPU() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for g := range work {
-				threads, _, err := sim.Replay(g.Trace, sim.ReplayOptions{})
-				if err == nil {
-					_, err = sim.Run(sim.Config{Era: era, CPUs: g.Trace.Host.CPUs, Limits: g.Trace.Limits.Cgroup(), Seed: 1}, threads)
-				}
-				mu.Lock()
-				periods += len(g.Trace.Periods)
-				if err != nil && first == nil {
-					first = fmt.Errorf("simulate %s: %w", g.Key, err)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := range groups {
-		if groups[i].Err == nil {
-			work <- &groups[i]
+// kindCounts says how many groups were advised each kind.
+func kindCounts(k map[recommend.Kind]int) string {
+	var parts []string
+	for _, kind := range append(recommend.Kinds, recommend.KindNoLimit) {
+		if k[kind] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", k[kind], kind.Words()))
 		}
 	}
-	close(work)
-	wg.Wait()
-	return periods, first
+	return strings.Join(parts, ", ")
 }
 
 // pattern is a group's demand: per active period, log-normal around
