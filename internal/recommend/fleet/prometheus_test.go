@@ -289,7 +289,7 @@ func TestFleetFromPrometheus(t *testing.T) {
 		byPath[g.Key.Cgroup] = g
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("CFSPROBE_TEST_LOG") != "" {
 			saveInputs(t, specs, groups, traces, byPath)
 		}
 	})
@@ -387,12 +387,13 @@ func TestFleetFromPrometheus(t *testing.T) {
 	t.Logf("%d of %d groups: the recommendation from Prometheus within 15 %% of the recording's", agree, len(recG))
 }
 
-// saveInputs keeps what a failed run compared, to be advised again
-// offline (cfsprobe recommend DIR/recorded/NAME.json DIR/prometheus/NAME.json):
+// saveInputs keeps what a run compared, to be advised again offline
+// (cfsprobe recommend DIR/recorded/NAME.json DIR/prometheus/NAME.json):
 // each group's recording, its synthetic trace and the series it was
 // synthesized from (series/NAME.json, histogram bounds as Prometheus
-// writes le). The directory is $CFSPROBE_TEST_LOG when set, else a new
-// one under the system's temporary directory; the test logs it.
+// writes le). It saves into $CFSPROBE_TEST_LOG when set (after every
+// run), else into a new directory under the system's temporary directory
+// (after a failed run); the test logs where.
 func saveInputs(t *testing.T, specs []fleetGroup, groups []cgroup.Group, traces []*trace.Trace, read map[string]Group) {
 	dir := os.Getenv("CFSPROBE_TEST_LOG")
 	var err error
