@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -309,30 +308,75 @@ func newRun(in Input, opt Options) (*run, error) {
 }
 
 // demandOf is the replay's method for a trace: its workload's, when its
-// flags say (sim.TraceDemand: "params"); else, for a command or a
-// recorded group, which replay takes for a service (open), what its
-// throttled stretches show. A stretch that ended, the group running
-// unthrottled again, did all its work: what it used is its work, only
-// delayed (closed; open would count the work it caught up with twice).
-// A stretch that lasted to the end of the trace never caught up: the
-// group would have run all along (timed). The trace's last period does
-// not count: the end of the run or the recording cuts it short (a
-// command throttled until it exits is not throttled in the part of a
-// period it lived). Without throttling every method replays the usage
-// as it was (open).
+// flags say, or a synthetic trace's (sim.TraceDemand); else, for a
+// command or a recorded group, which replay takes for a service (open),
+// what its throttled stretches (runs of throttled periods) show:
+//
+//   - A stretch caught up when the group, let go at the refill after it,
+//     ran on in an unthrottled period (caughtUp): it did then the work
+//     the stalls had delayed. When most of the stretches that ended did,
+//     what it used is its work, only delayed (closed; open would count
+//     the work it caught up with twice).
+//   - A stretch after which the group hardly ran did not catch up: the
+//     work of its stalls was not done later, it was lost (a loop that
+//     runs for a time, a deadline that passed while it stood still). And
+//     a stretch that lasted to the end of the trace never caught up: the
+//     group would have run all along. Either is timed: each period wanted
+//     its usage and the work it missed (trace.Period.Demand), as the
+//     exporter counts it.
+//
+// The trace's last period does not count: the end of the run or the
+// recording cuts it short (a command throttled until it exits is not
+// throttled in the part of a period it lived). Without throttling every
+// method replays the usage as it was (open).
 func demandOf(tr *trace.Trace) (sim.Demand, string) {
-	if d, from := sim.TraceDemand(tr.Spec); from == "params" {
+	if d, from := sim.TraceDemand(tr.Spec); from != "default" {
 		return d, from
 	}
 	ps := tr.Periods
-	switch {
-	case len(ps) > 0 && ps[len(ps)-1].Throttled, len(ps) > 1 && ps[len(ps)-2].Throttled:
+	if len(ps) > 0 && ps[len(ps)-1].Throttled || len(ps) > 1 && ps[len(ps)-2].Throttled {
 		return sim.DemandTimed, "a throttled stretch lasted to the trace's end"
-	case slices.ContainsFunc(ps, func(p trace.Period) bool { return p.Throttled }):
-		return sim.DemandClosed, "every throttled stretch ended"
 	}
-	return sim.DemandOpen, "no throttled period"
+	quota := tr.Limits.Cgroup().Quota
+	ended, caught := 0, 0
+	for i := 1; i < len(ps); i++ {
+		if ps[i-1].Throttled && !ps[i].Throttled {
+			ended++
+			if caughtUp(ps[i-1], ps[i], quota) {
+				caught++
+			}
+		}
+	}
+	switch {
+	case ended == 0:
+		return sim.DemandOpen, "no throttled period"
+	case float64(caught) >= closedShare*float64(ended):
+		return sim.DemandClosed, fmt.Sprintf("%d of %d throttled stretches caught up after", caught, ended)
+	}
+	return sim.DemandTimed, fmt.Sprintf("%d of %d throttled stretches caught up after: the work of the others' stalls was lost", caught, ended)
 }
+
+// caughtUp says whether the period after a throttled stretch's last
+// shows the group doing the work the stretch delayed: it came right after
+// (the group did not go idle, which the trace shows as a gap) and, let go
+// at the refill, the group ran for at least CatchUpShare of the quota. A
+// loop whose deadline passed while it stood still runs for a moment (it
+// reads the clock and sleeps); a closed loop runs on until its work is
+// done, and delayed work is rarely much less than its share of a period.
+func caughtUp(last, after trace.Period, quota time.Duration) bool {
+	return quota > 0 && after.StartNs-last.EndNs < int64(last.Length()/2) && float64(after.UsageNs) >= CatchUpShare*float64(quota)
+}
+
+// closedShare is the share of the throttled stretches that must have
+// caught up for a group to be taken for a closed loop: a closed loop
+// catches up after every one (a few readings may be off), a loop that
+// runs for a time only when its deadline falls after the refill.
+const closedShare = 0.9
+
+// CatchUpShare is the share of the quota a group must use in the period
+// after a throttled stretch to be taken for catching up with the work
+// the stretch delayed.
+const CatchUpShare = 0.1
 
 // advise runs the method.
 func (r *run) advise() (*Group, error) {

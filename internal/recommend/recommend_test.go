@@ -420,6 +420,54 @@ func TestDemandOfRecordings(t *testing.T) {
 	}
 }
 
+// A recorded loop that runs for a time, not for an amount of work (1
+// thread spinning 10 ms every 400 ms under 2 ms a period): each burst is
+// one throttled period, after which the group hardly runs (its deadline
+// passed while it stood still), and ran at the period's start, so every
+// stretch ended without catching up. It is replayed timed, each period
+// wanting what it used and missed, not closed, which would take the 2 ms
+// it was let use for all its work and advise about the limit it was
+// recorded under.
+func TestDemandOfLostWork(t *testing.T) {
+	const n = 300
+	tr := &trace.Trace{Spec: trace.Spec{Workload: "recorded"}, Host: trace.Host{CPUs: 2, Kernel: "6.18.0", BurstSupported: true},
+		Limits: trace.LimitsOf(cgroup.Limits{Period: 100 * time.Millisecond, Quota: 2 * time.Millisecond})}
+	for i := range n {
+		p := trace.Period{StartNs: int64(i) * 100e6, EndNs: int64(i+1) * 100e6, Kernel: true}
+		switch i % 4 {
+		case 0:
+			p.UsageNs, p.Throttled, p.StallNs, p.ThrottledNs, p.StoppedCPUs = 2e6, true, 97e6, 97e6, 1
+		case 1:
+			p.UsageNs = 30e3 // the loop reads the clock and sleeps
+		}
+		tr.Periods = append(tr.Periods, p) // it ends between bursts
+	}
+	if d, from := demandOf(tr); d != sim.DemandTimed {
+		t.Fatalf("%s (%s), want timed", d, from)
+	}
+	g, err := Recommend(Input{Name: "lost", Trace: tr}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %s %s", g.Model.DemandFrom, g.Recommended.Kind, g.Recommended.Setting)
+	if d := g.Model.DemandCPUs; d < 0.24 || d > 0.26 {
+		t.Errorf("demand %.3f CPUs, want 0.25: a CPU for the whole period one period in four", d)
+	}
+	if r := reservedOf(g); r < g.Model.DemandCPUs {
+		t.Errorf("recommended %s for a demand of %.2f CPUs: shrunk toward the 0.02 CPU recorded under", g.Recommended.Setting, g.Model.DemandCPUs)
+	}
+	// The same periods with the work caught up after every stretch (a
+	// closed loop): closed.
+	for i := range tr.Periods {
+		if i%4 == 1 {
+			tr.Periods[i].UsageNs = 1e6
+		}
+	}
+	if d, from := demandOf(tr); d != sim.DemandClosed {
+		t.Errorf("caught up after every stretch: %s (%s), want closed", d, from)
+	}
+}
+
 // goldenFile is the golden file of an output in a format.
 func goldenFile(name string, f Format) string {
 	ext := map[Format]string{FormatTable: "txt", FormatJSON: "json", FormatK8s: "yaml", FormatMarkdown: "md"}[f]

@@ -121,9 +121,15 @@ func Replay(tr *trace.Trace, opt ReplayOptions) ([]Thread, *trace.Replay, error)
 
 // TraceDemand is the method a trace is replayed with by default, and who
 // chose it: a built-in workload's flags say whether it burns CPU time
-// (closed) or wall time (timed); anything else, a command or a recorded
+// (closed) or wall time (timed); a synthetic trace (Spec.Synthetic), whose
+// periods stand for a distribution of per-period demand in no real order,
+// is replayed period by period, each wanting its own demand and none of
+// it carried to another (timed); anything else, a command or a recorded
 // group, is taken for a service whose requests come on their own (open).
 func TraceDemand(spec trace.Spec) (Demand, string) {
+	if spec.Synthetic != "" {
+		return DemandTimed, "synthetic"
+	}
 	if p := spec.Params; p != nil {
 		// --burn-cpu and --on-cpu, when set, take the place of --burn
 		// and --on; parallel runs for --duration unless --events ends it.
