@@ -120,9 +120,11 @@ var ErrNoDemand = fmt.Errorf("no period of the group was observed in the window"
 var UsageQuantiles = []float64{0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1}
 
 // Synthesize builds a group's synthetic trace and its minute averages
-// (docs/recommend-fleet.md): the group's active periods, at most
-// MaxPeriods of them, spread evenly over a window in which they are as
-// large a share of the periods as in the real one; each period's demand
+// (docs/recommend-fleet.md): the periods the kernel counted, at most
+// MaxPeriods of them, end to end, and the periods it did not count (the
+// group idle since a whole period, its period timer stopped) as one idle
+// stretch in the middle, as large a share of the window as in the real
+// one; each period's demand
 // a quantile of the demand histogram, taken in an order that spreads the
 // large ones; each period as a recording under the current limits would
 // have it (a demand above the quota is a throttled period, which used the
@@ -170,9 +172,17 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 		Limits: trace.LimitsOf(lim),
 		Cgroup: trace.Cgroup{Path: s.Key.Cgroup, Version: s.Host.CPUController},
 	}
+	// The idle stretch: a simulated kernel stops counting periods a
+	// period after the group went idle, so that one stretch adds one
+	// period to its count where as many single idle periods between the
+	// counted ones would each be counted.
+	idle := int64(math.Round(float64(n)/share)) - int64(n)
 	order := spread(n)
 	for j := 0; j < n; j++ {
-		start := int64(math.Floor(float64(j)/share)) * int64(period)
+		start := int64(j) * int64(period)
+		if j >= n/2 {
+			start += idle * int64(period)
+		}
 		tr.Periods = append(tr.Periods, recorded(start, period, lim, values[order[j]], par))
 	}
 	last := tr.Periods[len(tr.Periods)-1]

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -171,5 +172,50 @@ func TestDemandQuantilesWithinBucket(t *testing.T) {
 		if math.Abs(g-want) > 0.1*want {
 			t.Errorf("p%g %.4f, want %.4f", 100*q, g, want)
 		}
+	}
+}
+
+// A group active in a quarter of the elapsed periods: its synthetic
+// periods lie end to end with the periods the kernel did not count as one
+// idle stretch, so that the window is as long as the real one and a
+// simulated kernel counts as many periods as the real one did (single idle
+// periods between them would each be counted: a period timer stops only a
+// period after the group went idle), which the throttled share of periods
+// is taken over.
+func TestSynthesizeIdleStretch(t *testing.T) {
+	var v []float64
+	for i := range 400 {
+		v = append(v, 0.05+0.6*float64(i%5)/4) // 0.05 to 0.65
+	}
+	s := Series{Key: Key{Cgroup: "/quarter"}, Window: 160 * time.Second, QuotaCPUs: 0.5, PeriodSeconds: 0.1,
+		Host: trace.Host{CPUs: 2, Kernel: "6.18.0"}, Periods: 400, Demand: histogramOf(r10, v...),
+		Stopped: histogramOf([]float64{1, 2}, repeat(1, 80)...)}
+	tr, _, err := Synthesize(s, SynthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := time.Duration(tr.Periods[len(tr.Periods)-1].EndNs); end != 160*time.Second {
+		t.Errorf("the window ends at %v, want 160s", end)
+	}
+	gaps := 0
+	for i := 1; i < len(tr.Periods); i++ {
+		if tr.Periods[i].StartNs != tr.Periods[i-1].EndNs {
+			gaps++
+		}
+	}
+	if gaps != 1 {
+		t.Errorf("%d gaps between the periods, want one idle stretch", gaps)
+	}
+	threads, _, err := sim.Replay(tr, sim.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(sim.Config{Era: sim.Era6_18, CPUs: 2, Limits: tr.Limits.Cgroup(), Seed: 1}, threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sim.NewTrace(sim.TraceInfo{Spec: trace.Spec{Workload: "replay"}, Limits: tr.Limits.Cgroup()}, res)
+	if n := out.Summary.NrPeriods; n < 400 || n > 410 {
+		t.Errorf("the simulated kernel counted %d periods, want about the 400 the real one did", n)
 	}
 }
