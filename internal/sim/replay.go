@@ -112,11 +112,38 @@ var ErrNoPeriods = errors.New("the trace has no periods")
 // The threads' time 0 is the start of the trace's first period. Errors
 // are the trace's (ErrNoPeriods, no period length) or the options'.
 func Replay(tr *trace.Trace, opt ReplayOptions) ([]Thread, *trace.Replay, error) {
-	d, rec, err := reconstruct(tr, opt)
+	r, err := NewReplayer(tr, opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	return d.threads(), rec, nil
+	return r.Threads(), r.Record(), nil
+}
+
+// Replayer is a trace's demand reconstructed once, as Replay does, that
+// gives new simulated threads for every run of it: the recommender
+// simulates one group's demand under many settings.
+type Replayer struct {
+	lanes [][]laneStep // read only: the runs' threads share them
+	rec   *trace.Replay
+}
+
+// NewReplayer reconstructs a trace's demand (Replay's errors).
+func NewReplayer(tr *trace.Trace, opt ReplayOptions) (*Replayer, error) {
+	d, rec, err := reconstruct(tr, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &Replayer{lanes: d.laneSteps(), rec: rec}, nil
+}
+
+// Threads are the replay's simulated threads, new ones for every run (a
+// thread keeps its place in its steps as it runs).
+func (r *Replayer) Threads() []Thread { return laneThreads(r.lanes) }
+
+// Record says how the demand was made (spec.simulated.replay): a copy.
+func (r *Replayer) Record() *trace.Replay {
+	c := *r.rec
+	return &c
 }
 
 // TraceDemand is the method a trace is replayed with by default, and who
@@ -350,12 +377,24 @@ func traceCPUs(tr *trace.Trace) int {
 }
 
 // threads are the lanes that replay the bursts.
-func (d demand) threads() []Thread {
+func (d demand) threads() []Thread { return laneThreads(d.laneSteps()) }
+
+// laneThreads makes a simulated thread of each lane's steps.
+func laneThreads(lanes [][]laneStep) []Thread {
+	out := make([]Thread, len(lanes))
+	for l, steps := range lanes {
+		out[l] = Thread{Pin: -1, Behavior: &lane{steps: steps}}
+	}
+	return out
+}
+
+// laneSteps are the steps of the lanes that replay the bursts.
+func (d demand) laneSteps() [][]laneStep {
 	n := 1 // a group that used no CPU is replayed as one idle lane
 	for _, b := range d.bursts {
 		n = max(n, b.lanes())
 	}
-	out := make([]Thread, n)
+	out := make([][]laneStep, n)
 	for l := range out {
 		var steps []laneStep
 		var end time.Duration // of the lane's previous burst, in the reconstructed time
@@ -378,7 +417,7 @@ func (d demand) threads() []Thread {
 			}
 			end = b.at + share
 		}
-		out[l] = Thread{Pin: -1, Behavior: &lane{steps: steps}}
+		out[l] = steps
 	}
 	return out
 }
@@ -523,10 +562,8 @@ func prepareReplay(p *Plan, args []string) error {
 		return fmt.Errorf("workload replay: --trace %s: %w", file, err)
 	}
 	p.spec = trace.Spec{Workload: "replay", Args: append([]string{}, args...)}
-	p.threads = d.threads
-	p.finish = func(out *trace.Trace) {
-		r := *rec
-		out.Spec.Simulated.Replay = &r
-	}
+	r := &Replayer{lanes: d.laneSteps(), rec: rec}
+	p.threads = r.Threads
+	p.finish = func(out *trace.Trace) { out.Spec.Simulated.Replay = r.Record() }
 	return nil
 }
