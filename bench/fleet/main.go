@@ -49,6 +49,7 @@ var (
 	daysFlag     = flag.Int("days", 7, "days of series")
 	intervalFlag = flag.Duration("interval", time.Hour, "sample interval of the exporter's series")
 	keepFlag     = flag.String("keep", "", "write the OpenMetrics text and TSDB here and keep them (default: a temporary directory, removed)")
+	saveFlag     = flag.String("save", "", "write every group's synthetic trace into this directory (GROUP.json), to advise them again offline with cfsprobe recommend")
 )
 
 const (
@@ -135,6 +136,11 @@ func run() error {
 	}
 	synthTook := time.Since(t0)
 	readCPU := cpuTime() - cpu0
+	if *saveFlag != "" {
+		if err := save(*saveFlag, groups); err != nil {
+			return err
+		}
+	}
 
 	// The recommender on every group, as recommend --prometheus runs it.
 	var ins []recommend.Input
@@ -175,6 +181,21 @@ func run() error {
 }
 
 func model(d time.Duration) string { return strings.TrimSuffix(d.String(), "0m0s") }
+
+// save writes every group's synthetic trace into dir.
+func save(dir string, groups []fleet.Group) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, g := range groups {
+		if g.Err == nil {
+			if err := g.Trace.WriteFile(filepath.Join(dir, fmt.Sprintf("group%04d.json", i))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // kindCounts says how many groups were advised each kind.
 func kindCounts(k map[recommend.Kind]int) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -396,13 +397,13 @@ func (r *run) advise() (*Group, error) {
 		g.Current.Measured = &m
 	}
 
-	quota, err := r.cheapest(KindQuota, 0)
+	quota, err := r.cheapest(KindQuota, 0, r.guess())
 	if err != nil {
 		return nil, err
 	}
 	burst := Candidate{Kind: KindBurst, Note: fmt.Sprintf("not tried: kernel era %s has no CPU burst (%s and later have it)", g.Model.Era, sim.Era5_14)}
 	if r.p.era.HasBurst() {
-		if burst, err = r.cheapest(KindBurst, 0); err != nil {
+		if burst, err = r.cheapest(KindBurst, 0, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -439,11 +440,35 @@ func (r *run) minMillicores() int64 {
 
 func (r *run) roundUp(m int64) int64 { return (m + r.step - 1) / r.step * r.step }
 
+// guess is where the search for a quota alone starts: the per-period
+// demand (trace.Period.DemandCPUs, of the periods read closely) that as
+// many periods exceed as the target lets be throttled (1 % for a stall
+// target), in millicores. It only guides the search, which the
+// simulator's predictions decide.
+func (r *run) guess() int64 {
+	allowed := r.target.MaxThrottledRatio
+	if r.target.Kind == TargetStall {
+		allowed = 0.01
+	}
+	var d []float64
+	for _, p := range r.in.Trace.Periods {
+		if !p.Blurred {
+			d = append(d, p.DemandCPUs(float64(r.g.Model.HostCPUs)))
+		}
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return int64(math.Ceil(1000 * d[min(int(float64(len(d))*(1-allowed)), len(d)-1)]))
+}
+
 // cheapest finds the fewest millicores of a kind (with a thread cap of
 // threads, 0: none) that meet the target, from the kernel's smallest
-// quota to MaxCPUs (or the cap's CPUs). When none does, the candidate is
-// the largest, with a note.
-func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
+// quota to MaxCPUs (or the cap's CPUs), searching from guess (0: the
+// whole range). When none does, the candidate is the largest, with a
+// note.
+func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
 	lo := r.minMillicores()
 	if k == KindBurst {
 		// Burst lends, it does not give: a quota below the group's
@@ -479,10 +504,8 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 	if hi < lo {
 		return Candidate{Kind: k, Note: fmt.Sprintf("not tried: its quota would be above %s", cpus(r.maxCPUs))}, nil
 	}
-	m, ok, err := search(lo, hi, r.step, func(m int64) (bool, error) {
-		p, err := r.p.predict(r.setting(k, m, threads))
-		return r.target.Met(p), err
-	})
+	meets := func(m int64) (bool, error) { return r.p.meets(r.setting(k, m, threads), r.target) }
+	m, ok, err := search(lo, hi, r.step, guess, meets)
 	if err != nil {
 		return Candidate{}, err
 	}
@@ -511,16 +534,56 @@ const burstSlack = 0.15
 const maxRetries = 8
 
 // search finds the fewest millicores m in [lo, hi], in steps of step
-// from lo, for which meets(m) holds, by bisection: throttling is close
-// to monotone in the quota, but not exactly (where bursts fall in the
-// period shifts with it), so the point found is confirmed with the step
-// above it, and when that one fails the search goes on above it. ok is
-// false, with m = hi, when hi itself does not meet it.
-func search(lo, hi, step int64, meets func(m int64) (bool, error)) (m int64, ok bool, err error) {
-	if ok, err := meets(hi); err != nil || !ok {
-		return hi, false, err
+// from lo, for which meets(m) holds, by bisection: from the whole range,
+// or, given a guess inside it (0: none), from a bracket of it found by
+// steps away from it that double. Throttling is close to monotone in the
+// quota, but not exactly (where bursts fall in the period shifts with
+// it), so the point found is confirmed with the step above it, and when
+// that one fails the search goes on above it. ok is false, with m = hi,
+// when hi itself does not meet it.
+func search(lo, hi, step, guess int64, meets func(m int64) (bool, error)) (m int64, ok bool, err error) {
+	grid := func(m int64) int64 { return lo + min(max(m-lo, 0), hi-lo)/step*step }
+	fail, pass := lo-step, int64(-1) // fail: the most known (or, below lo, taken) to fail
+	g := grid(guess)
+	w := max(grid(lo+(g-lo)/8)-lo, step) // the first step away from the guess
+	if guess <= lo || guess >= hi {
+		g = hi // the whole range
 	}
-	fail, pass := lo-step, hi // fail: the most known (or, below lo, taken) to fail
+	if ok, err := meets(g); err != nil || !ok && g == hi {
+		return hi, false, err
+	} else if ok && g == hi {
+		pass = hi
+	} else if ok {
+		pass = g
+		for d := g - w; d > fail; d = pass - w {
+			if ok, err := meets(d); err != nil {
+				return 0, false, err
+			} else if !ok {
+				fail = d
+				break
+			}
+			pass, w = d, 2*w
+		}
+	} else {
+		fail = g
+		for pass < 0 {
+			u := min(fail+w, hi)
+			ok, err := meets(u)
+			switch {
+			case err != nil:
+				return 0, false, err
+			case ok:
+				pass = u
+			case u >= hi:
+				return hi, false, nil
+			default:
+				fail, w = u, 2*w
+			}
+		}
+	}
+	if pass == lo {
+		return lo, true, nil
+	}
 	for range maxRetries {
 		for pass-fail > step {
 			mid := fail + (pass-fail)/2/step*step
@@ -546,6 +609,9 @@ func search(lo, hi, step int64, meets func(m int64) (bool, error)) (m int64, ok 
 		}
 		// Not monotone here: look above the neighbour that failed.
 		fail, pass = pass+step, hi
+		if ok, err := meets(hi); err != nil || !ok {
+			return hi, false, err
+		}
 	}
 	return pass, true, nil
 }
@@ -575,7 +641,7 @@ func (r *run) threadCap(cur Setting, quota Candidate) (Candidate, error) {
 	}
 	var best Candidate
 	for _, c := range caps {
-		cand, err := r.cheapest(KindThreads, c)
+		cand, err := r.cheapest(KindThreads, c, 0)
 		if err != nil {
 			return Candidate{}, err
 		}

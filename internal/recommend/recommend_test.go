@@ -237,17 +237,26 @@ func TestSearch(t *testing.T) {
 		// A pass at 300 whose neighbour 310 fails: not the answer.
 		{"non-monotone", func(m int64) bool { return m == 300 || m >= 500 }, 500, true},
 	}
-	for _, c := range cases {
-		m, ok, err := search(10, 2000, 10, func(m int64) (bool, error) { count++; return c.pass(m), nil })
-		if err != nil || m != c.want || ok != c.wantOK {
-			t.Errorf("%s: %d %v %v, want %d %v", c.name, m, ok, err, c.want, c.wantOK)
+	for _, guess := range []int64{0, 10, 380, 1200, 2000, 5000} {
+		for _, c := range cases {
+			count = 0
+			m, ok, err := search(10, 2000, 10, guess, func(m int64) (bool, error) { count++; return c.pass(m), nil })
+			if err != nil || m != c.want || ok != c.wantOK {
+				t.Errorf("%s from %d: %d %v %v, want %d %v", c.name, guess, m, ok, err, c.want, c.wantOK)
+			}
+			if count > 22 {
+				t.Errorf("%s from %d: %d evaluations of 200 points: not a bisection", c.name, guess, count)
+			}
 		}
 	}
-	if count > 5*20 {
-		t.Errorf("%d evaluations for 5 searches of 200 points: not a bisection", count)
+	// A guess close to the answer takes fewer evaluations than a
+	// bisection of the whole range.
+	count = 0
+	if m, _, _ := search(10, 2000, 10, 380, func(m int64) (bool, error) { count++; return m >= 370, nil }); m != 370 || count > 6 {
+		t.Errorf("from 380: %d in %d evaluations, want 370 in at most 6", m, count)
 	}
 	boom := errors.New("boom")
-	if _, _, err := search(10, 2000, 10, func(m int64) (bool, error) { return m > 1000, boom }); !errors.Is(err, boom) {
+	if _, _, err := search(10, 2000, 10, 500, func(m int64) (bool, error) { return m > 1000, boom }); !errors.Is(err, boom) {
 		t.Errorf("error %v, want boom", err)
 	}
 }
