@@ -28,7 +28,7 @@
 #              the exporter's series for 1,000 groups on 50 nodes
 #              backfilled with promtool into a fresh TSDB, served by
 #              prometheus on loopback, every group read, synthesized and
-#              simulated (bench/fleet). FLEET_ARGS passes flags.
+#              advised by the recommender (bench/fleet). FLEET_ARGS passes flags.
 #   sim-validate
 #              the simulator against this host's kernel (root, about four
 #              minutes): every scenario of the four built-in suites
