@@ -23,7 +23,7 @@
 #              real time by the wall clock and by the process's CPU time;
 #              and replay's (BenchmarkReplay20Limits): a 1,011-period lab
 #              trace replayed under 20 quotas, 3 rounds.
-#   fleet      cfsprobe recommend --prometheus at fleet scale (about ten
+#   fleet      cfsprobe recommend --prometheus at fleet scale (about three
 #              minutes, needs Debian's prometheus: make deps): a week of
 #              the exporter's series for 1,000 groups on 50 nodes
 #              backfilled with promtool into a fresh TSDB, served by
