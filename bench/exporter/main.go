@@ -19,7 +19,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -47,8 +46,10 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
+	"github.com/cfsprobe/cfsprobe/bench/internal/host"
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 var (
@@ -154,28 +155,16 @@ func (b *bench) run() error {
 			return b.ctx.Err()
 		}
 	}
-	b.printf("\nLoad after: %s\n", loadavg())
+	b.printf("\nLoad after: %s\n", host.LoadAvg())
 	fmt.Print(b.out.String())
 	return nil
 }
 
 // hostFacts prints what the numbers depend on.
 func (b *bench) hostFacts() {
-	model := "?"
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	var u unix.Utsname
-	_ = unix.Uname(&u)
+	release := host.KernelRelease()
 	hz := "unknown"
-	if b, err := os.ReadFile("/boot/config-" + unix.ByteSliceToString(u.Release[:])); err == nil {
+	if b, err := os.ReadFile("/boot/config-" + release); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.HasPrefix(l, "CONFIG_HZ=") {
 				hz = strings.TrimPrefix(l, "CONFIG_HZ=")
@@ -184,20 +173,11 @@ func (b *bench) hostFacts() {
 	}
 	b.printf("Measured %s by `bench/run.sh exporter` (bench/exporter).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	b.printf("| host | |\n|---|---|\n")
-	b.printf("| CPU | %s, %d online CPUs |\n", model, runtime.NumCPU())
-	b.printf("| kernel | %s (CONFIG_HZ %s) |\n", unix.ByteSliceToString(u.Release[:]), hz)
+	b.printf("| CPU | %s, %d online CPUs |\n", host.CPUModel(), runtime.NumCPU())
+	b.printf("| kernel | %s (CONFIG_HZ %s) |\n", release, hz)
 	b.printf("| cgroups | %s, cpu controller v%d at %s, cpuacct at %s |\n", b.root.Mode, b.root.Version, b.root.CPUDir, b.root.AcctDir)
 	b.printf("| Go | %s |\n", runtime.Version())
-	b.printf("| load before | %s |\n\n", loadavg())
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
+	b.printf("| load before | %s |\n\n", host.LoadAvg())
 }
 
 // mkgroup makes the group rel (relative to the hierarchies' roots) in
@@ -297,15 +277,7 @@ func (b *bench) start(cmd *exec.Cmd) error {
 }
 
 func (b *bench) kill(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+	_ = testenv.Terminate(cmd, 5*time.Second)
 	b.mu.Lock()
 	b.procs = slices.DeleteFunc(b.procs, func(c *exec.Cmd) bool { return c == cmd })
 	b.mu.Unlock()
@@ -339,13 +311,6 @@ func (b *bench) makeNode(parent string, n int) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// cpuTime is the CPU time this process has used.
-func selfCPU() time.Duration {
-	var ru unix.Rusage
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
-	return time.Duration(unix.TimevalToNsec(ru.Utime) + unix.TimevalToNsec(ru.Stime))
 }
 
 // procCPU is the CPU time process pid has used (utime+stime, in the

@@ -33,14 +33,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/cfsprobe/cfsprobe/bench/internal/host"
 	"github.com/cfsprobe/cfsprobe/internal/exporter"
 	"github.com/cfsprobe/cfsprobe/internal/recommend"
 	"github.com/cfsprobe/cfsprobe/internal/recommend/fleet"
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 var (
@@ -116,7 +115,7 @@ func run() error {
 
 	// Read and synthesize, as recommend --prometheus does.
 	ctx := context.Background()
-	cpu0 := cpuTime()
+	cpu0 := host.SelfCPU()
 	t0 = time.Now()
 	series, err := fleet.Query(ctx, fleet.Options{URL: url, Since: window, End: end})
 	if err != nil {
@@ -135,7 +134,7 @@ func run() error {
 		groups = append(groups, g)
 	}
 	synthTook := time.Since(t0)
-	readCPU := cpuTime() - cpu0
+	readCPU := host.SelfCPU() - cpu0
 	if *saveFlag != "" {
 		if err := save(*saveFlag, groups); err != nil {
 			return err
@@ -152,9 +151,9 @@ func run() error {
 		}
 	}
 	t0 = time.Now()
-	cpu0 = cpuTime()
+	cpu0 = host.SelfCPU()
 	advice, err := recommend.RecommendAll(ins, recommend.Options{})
-	recTook, recCPU := time.Since(t0), cpuTime()-cpu0
+	recTook, recCPU := time.Since(t0), host.SelfCPU()-cpu0
 	if err != nil {
 		return err
 	}
@@ -175,7 +174,7 @@ func run() error {
 		recTook.Seconds(), len(ins), periods, recCPU.Seconds(), runtime.GOMAXPROCS(0), sims, float64(sims)/float64(max(len(ins), 1)), most,
 		float64(recCPU.Microseconds())/1000/float64(max(sims, 1)), kindCounts(kinds))
 	printf("| in all | **%.1fs** | read, synthesized and advised: the target is 60 s |\n\n", (queryTook + synthTook + recTook).Seconds())
-	printf("Load after: %s\n", loadavg())
+	printf("Load after: %s\n", host.LoadAvg())
 	fmt.Print(out.String())
 	return nil
 }
@@ -420,7 +419,7 @@ func generate(path string, start, end time.Time) (genStats, error) {
 	family("cfsprobe_host_info", "gauge")
 	for node := range *nodesFlag {
 		for _, ts := range times {
-			sample("cfsprobe_host_info", fmt.Sprintf(`cgroup_mode="v2",cpu_controller="v2",instance="node-%02d:9750",job="cfsprobe",kernel="%s"`, node, unameRelease()), "", 1, ts)
+			sample("cfsprobe_host_info", fmt.Sprintf(`cgroup_mode="v2",cpu_controller="v2",instance="node-%02d:9750",job="cfsprobe",kernel="%s"`, node, host.KernelRelease()), "", 1, ts)
 		}
 	}
 	// The minute rule, as Prometheus records it: usage in CPUs over the
@@ -467,15 +466,7 @@ func startPrometheus(dir, tsdb string) (string, func(), error) {
 		return "", nil, err
 	}
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		_ = testenv.Terminate(cmd, 20*time.Second)
 		logf.Close()
 	}
 	url := "http://" + addr
@@ -507,47 +498,17 @@ func dirSize(dir string) int64 {
 	return n
 }
 
-func cpuTime() time.Duration {
-	var ru unix.Rusage
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func unameRelease() string {
-	var u unix.Utsname
-	_ = unix.Uname(&u)
-	return unix.ByteSliceToString(u.Release[:])
-}
-
 // hostFacts prints what the numbers depend on.
 func hostFacts(printf func(string, ...any)) {
-	cpu := "?"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				cpu = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
 	ver := "?"
 	if b, err := exec.Command("prometheus", "--version").CombinedOutput(); err == nil {
 		ver = strings.SplitN(string(b), "\n", 2)[0]
 	}
 	printf("Measured %s by `bench/run.sh fleet` (bench/fleet).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	printf("| host | |\n|---|---|\n")
-	printf("| CPU | %s, %d online CPUs |\n", cpu, runtime.NumCPU())
-	printf("| kernel | %s |\n", unameRelease())
+	printf("| CPU | %s, %d online CPUs |\n", host.CPUModel(), runtime.NumCPU())
+	printf("| kernel | %s |\n", host.KernelRelease())
 	printf("| Prometheus | %s |\n", ver)
 	printf("| Go | %s |\n", runtime.Version())
-	printf("| load before | %s |\n\n", loadavg())
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
+	printf("| load before | %s |\n\n", host.LoadAvg())
 }
