@@ -167,9 +167,13 @@ func TestReplayUnlimitedIsUsage(t *testing.T) {
 	}
 }
 
-// The method follows a built-in workload's flags; a trace without them is
-// a service.
+// The method follows a built-in workload's flags; a synthetic trace's
+// periods each want their own demand; a trace without either is a
+// service.
 func TestTraceDemand(t *testing.T) {
+	if got, from := TraceDemand(trace.Spec{Workload: "synthetic", Synthetic: "prometheus: ..."}); got != DemandTimed || from != "synthetic" {
+		t.Errorf("a synthetic trace: %s from %s, want timed from synthetic", got, from)
+	}
 	for _, tc := range []struct {
 		params *trace.Params
 		want   Demand

@@ -95,6 +95,22 @@ func (d *Daemon) Stop() error {
 	}
 }
 
+// Terminate ends a process a program (a benchmark) started, by its PID:
+// SIGTERM, then SIGKILL if it has not exited within timeout. It returns
+// once the process has exited, with Wait's error.
+func Terminate(cmd *exec.Cmd, timeout time.Duration) error {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		return <-done
+	}
+}
+
 // WaitReady polls url until it answers 200 OK, failing the test after
 // timeout or when the daemon exits.
 func (d *Daemon) WaitReady(t testing.TB, url string, timeout time.Duration) {

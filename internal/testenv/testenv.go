@@ -1,5 +1,6 @@
-// Package testenv holds what cfsprobe's tests share: whether real cgroups
-// may be used, and a check that a test left nothing behind.
+// Package testenv holds what cfsprobe's tests (and benchmarks) share:
+// whether real cgroups may be used, a check that a test left nothing
+// behind, and the programs a test starts and stops.
 package testenv
 
 import (
