@@ -110,7 +110,8 @@ deps:
 # test runs every test: lint, unit and integration tests on this host's
 # cgroups (with the race detector), the preload library's C tests, brief
 # fuzzing of every parser, and the cgroup v2 tests in a qemu guest. Around
-# them, scripts/leftovers.sh checks that nothing was left behind: no
+# them, scripts/leftovers.sh checks that nothing was left behind (after
+# removing the groups of earlier runs that were killed): no
 # process of a daemon the tests started, mount, cgroup, network link or
 # changed sysctl.
 test: deps leftovers-before lint k8s-bins helm-bin test-unit test-preload fuzz test-v2 leftovers-after
@@ -118,6 +119,7 @@ test: deps leftovers-before lint k8s-bins helm-bin test-unit test-preload fuzz t
 LEFTOVERS := build/leftovers.before
 leftovers-before:
 	@mkdir -p $(dir $(LEFTOVERS))
+	@./scripts/leftovers.sh sweep
 	@./scripts/leftovers.sh snapshot $(LEFTOVERS)
 
 leftovers-after:

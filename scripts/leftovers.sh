@@ -4,6 +4,8 @@
 #   scripts/leftovers.sh snapshot FILE   records this machine's state in FILE
 #   scripts/leftovers.sh compare FILE    fails, listing them, if anything is
 #                                        new since the snapshot
+#   scripts/leftovers.sh sweep           removes the groups of test runs that
+#                                        were killed (see sweep below)
 #
 # The state: processes of the daemons the tests start (each test stops its
 # own by PID; this is the net under them), mounts, cgroup directories two
@@ -39,7 +41,40 @@ state() {
 	return 0
 }
 
+# sweep removes what a killed test or benchmark run left: a top-level
+# group named cfsprobe-<what>-<pid> (testenv.ParentName, the benchmarks)
+# whose PID is no longer running and in which no task is left, in every
+# hierarchy, deepest directories first. Groups of a running process, or
+# with a task in them, are kept and listed; so is everything else.
+sweep() {
+	local h d pid
+	for h in /sys/fs/cgroup/*/; do
+		for d in "$h"cfsprobe-*-[0-9]*; do
+			[ -d "$d" ] || continue
+			pid=${d##*-}
+			[[ $pid =~ ^[0-9]+$ ]] || continue
+			if [ -e "/proc/$pid" ]; then
+				echo "keeping $d: process $pid runs" >&2
+				continue
+			fi
+			if [ -n "$(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null)" ]; then
+				echo "keeping $d: tasks run in it" >&2
+				continue
+			fi
+			if find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; then
+				echo "removed $d, left by process $pid, which has ended" >&2
+			else
+				echo "could not remove all of $d" >&2
+			fi
+		done
+	done
+	return 0
+}
+
 case "${1:-}" in
+sweep)
+	sweep
+	;;
 snapshot)
 	state | sort -u >"$2"
 	;;
@@ -58,7 +93,7 @@ compare)
 	echo "nothing left behind: no new process, mount, cgroup or link; sysctls as before"
 	;;
 *)
-	echo "usage: $0 snapshot FILE | compare FILE" >&2
+	echo "usage: $0 snapshot FILE | compare FILE | sweep" >&2
 	exit 2
 	;;
 esac

@@ -79,7 +79,10 @@ type Exporter struct {
 	// namesErr is what the runtimes that did not answer said last (for
 	// logging changes only).
 	namesErr string
-	mu       sync.Mutex
+	// samplerFull: the sampler followed all it may at the last walk,
+	// and more groups had a limit (for logging changes only).
+	samplerFull bool
+	mu          sync.Mutex
 }
 
 // New returns an Exporter of opts.Root. Nothing is read before Rescan or
@@ -158,12 +161,29 @@ func (e *Exporter) Rescan() error {
 		e.lastGen = gen
 		if e.sampler != nil {
 			e.sampler.Follow(e.targets)
+			e.logSamplerFull()
 		}
 		e.log.Debug("walked the cgroup tree", "groups", e.scanner.Walked(), "limited", len(e.targets), "took", time.Since(start))
 		e.logUsageUnknown()
 	}
 	e.logNamesErrors()
 	return nil
+}
+
+// logSamplerFull says when more groups have a limit than the sampler
+// may follow, and when that ends: the per-period metrics of the groups
+// found last are missing meanwhile.
+func (e *Exporter) logSamplerFull() {
+	followed := e.sampler.Groups()
+	full := followed >= e.opts.SamplerMaxGroups && len(e.targets) > followed
+	switch {
+	case full && !e.samplerFull:
+		e.log.Warn("more groups have a CPU limit than the sampler follows: the others have no per-period metrics; raise --sampler-max-groups",
+			"followed", followed, "limited", len(e.targets), "sampler_max_groups", e.opts.SamplerMaxGroups)
+	case !full && e.samplerFull:
+		e.log.Info("the sampler follows every group with a CPU limit again", "followed", followed)
+	}
+	e.samplerFull = full
 }
 
 // logNamesErrors says when container runtimes stop or start answering:

@@ -742,3 +742,40 @@ func TestNamesErrorsLogged(t *testing.T) {
 		t.Errorf("the runtime's return was logged %d times, want once:\n%s", n, log)
 	}
 }
+
+// More groups with a limit than the sampler may follow is logged once,
+// and its end once.
+func TestSamplerFullLogged(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtures, "docker-v2"))); err != nil {
+		t.Fatal(err)
+	}
+	r, err := monitor.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true,
+		SamplerMaxGroups: 1, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	t.Cleanup(e.scanner.Close)
+	rescan := func() {
+		t.Helper()
+		if err := e.Rescan(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rescan()
+	rescan()
+	if n := strings.Count(buf.String(), "raise --sampler-max-groups"); n != 1 || !strings.Contains(buf.String(), "limited=2") {
+		t.Errorf("two limited groups for a sampler of one were logged %d times, want once with limited=2:\n%s", n, buf.String())
+	}
+	// One of the two goes.
+	if err := os.RemoveAll(filepath.Join(dir, "system.slice/docker-8ba8dcdbd62860b96080baec5954ecb41c72d847bec00fcd33a40f8dffb3e481.scope")); err != nil {
+		t.Fatal(err)
+	}
+	rescan()
+	rescan()
+	if n := strings.Count(buf.String(), "follows every group with a CPU limit again"); n != 1 {
+		t.Errorf("the end was logged %d times, want once:\n%s", n, buf.String())
+	}
+}
