@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +48,7 @@ type Sampler struct {
 	mu     sync.Mutex
 	groups []*sampled
 	byPath map[string]*sampled
-	wake   chan struct{}
+	alarm  *alarm // while Run runs
 
 	overruns atomic.Uint64
 	buf      [statBufSize]byte // the loop's
@@ -82,7 +81,7 @@ func NewSampler(opts SamplerOptions) *Sampler {
 	if opts.Errors == nil {
 		opts.Errors = NewReadErrors()
 	}
-	return &Sampler{opts: opts, byPath: map[string]*sampled{}, wake: make(chan struct{}, 1)}
+	return &Sampler{opts: opts, byPath: map[string]*sampled{}}
 }
 
 // Follow makes the Sampler follow the first MaxGroups of the targets
@@ -137,9 +136,13 @@ func (s *Sampler) Follow(targets []Target) {
 		g.files.close()
 	}
 	s.groups, s.byPath = groups, byPath
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	s.ring() // read the new groups now
+}
+
+// ring makes Run's next pass start at once (s.mu held).
+func (s *Sampler) ring() {
+	if s.alarm != nil {
+		s.alarm.set(0)
 	}
 }
 
@@ -188,18 +191,23 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 //     is due while other groups run, in a pass of its own only when all
 //     are quiet.
 //
-// Waking up costs more than a read, so all groups share the passes.
+// Waking up costs more than a read, so all groups share the passes, and
+// Run waits for the next one on an alarm that costs the least to wake
+// from (see alarm).
 func (s *Sampler) Run(ctx context.Context) {
-	// A thread of its own: the runtime then wakes that thread directly
-	// instead of handing the goroutine between threads (a fifth less
-	// CPU, measured).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	if !s.startAlarm(ctx) {
+		return
+	}
 	defer s.close()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.ring()
+	})
+	defer stop()
 	gap := int64(100 * time.Millisecond)
 	for {
+		s.mu.Lock()
 		started := s.now()
 		next, interval := s.pass(started, gap)
 		planned := next
@@ -211,16 +219,35 @@ func (s *Sampler) Run(ctx context.Context) {
 			planned = started + gap
 		}
 		planned = max(planned, started+int64(minPassGap))
-		timer.Reset(time.Duration(planned - s.now()))
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.wake:
-			continue // new groups: read them now
-		case <-timer.C:
+		// Set under the lock: Follow (ring) comes before the pass or
+		// after this.
+		s.alarm.set(time.Duration(planned - s.now()))
+		s.mu.Unlock()
+		if err := s.alarm.wait(); err != nil || ctx.Err() != nil {
+			return // (a timerfd's read does not fail)
 		}
 		if interval > 0 && s.now()-planned > interval {
 			s.overruns.Add(1)
+		}
+	}
+}
+
+// startAlarm makes Run's alarm, trying again every second while it
+// cannot be made (the process is out of descriptors); false when ctx
+// was done first.
+func (s *Sampler) startAlarm(ctx context.Context) bool {
+	for {
+		a, err := newAlarm()
+		if err == nil {
+			s.mu.Lock()
+			s.alarm = a
+			s.mu.Unlock()
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
 		}
 	}
 }
@@ -231,11 +258,10 @@ const (
 )
 
 // pass reads the groups that want a reading at now, the next pass being
-// about gap later. It returns when the next quiet group is due, and the
-// interval of the passes the others need (0 when all are quiet).
+// about gap later (s.mu held). It returns when the next quiet group is
+// due, and the interval of the passes the others need (0 when all are
+// quiet).
 func (s *Sampler) pass(now, gap int64) (next, interval int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	next = now + int64(maxIdleWait)
 	kept := s.groups[:0]
 	for _, g := range s.groups {
@@ -458,4 +484,8 @@ func (s *Sampler) close() {
 		g.files.close()
 	}
 	s.groups, s.byPath = nil, map[string]*sampled{}
+	if s.alarm != nil {
+		s.alarm.close()
+		s.alarm = nil
+	}
 }
