@@ -65,7 +65,7 @@ type sampled struct {
 	changed   int64 // when nr_periods last moved
 	idle      bool  // quiet: no period counted lately
 	idleWait  int64 // between readings while quiet
-	throttled int64 // when nr_throttled last moved
+	throttled int64 // when nr_throttled or the throttled time last moved
 
 	// Focus (see Run): the grid is pinned, the next boundary is b give
 	// or take half, and the next reading is stage's; reading is the
@@ -359,14 +359,15 @@ func (s *Sampler) sample(g *sampled) error {
 		file string
 		err  error
 	)
-	if g.reading == stageMid && g.files.version == 1 && g.haveLast {
-		// Half-way between boundaries cpu.stat has nothing new: nr_periods
-		// and nr_throttled move at boundaries, throttled time when the
-		// group is let go at one. The usage alone, one read.
-		t0 := s.now()
+	if t0 := s.now(); g.usageOnly(t0) {
+		// cpu.stat has nothing new: the usage alone, one read.
 		st = g.last
 		st.UsageNs, err = g.files.readUsage(s.buf[:])
-		t, file = t0+(s.now()-t0)/2, "cpuacct.usage"
+		t1 := s.now()
+		t, file = t0+(t1-t0)/2, "cpuacct.usage"
+		if err == nil && g.reading == stagePre && t1 >= g.b-g.half {
+			st, t, file, err = s.readStamped(g) // too late: the boundary may have come
+		}
 	} else {
 		st, t, file, err = s.readStamped(g)
 	}
@@ -380,7 +381,7 @@ func (s *Sampler) sample(g *sampled) error {
 	// runs: while it uses its quota, or it is throttled. A group that
 	// does not (it sleeps) has no period to attribute.
 	moved := !g.haveLast || st.NrPeriods != g.last.NrPeriods
-	if !g.haveLast || st.NrThrottled != g.last.NrThrottled {
+	if !g.haveLast || st.NrThrottled != g.last.NrThrottled || st.ThrottledNs != g.last.ThrottledNs {
 		g.throttled = t
 	}
 	g.last, g.haveLast = st, true
@@ -410,6 +411,32 @@ func (s *Sampler) sample(g *sampled) error {
 	g.due = t + period/10
 	g.focus(t, period)
 	return nil
+}
+
+// usageOnly says whether the reading of a running group at t can be of
+// its usage alone (v1, where the usage has a file of its own), leaving
+// cpu.stat out. nr_periods, nr_throttled and the burst counters move at
+// boundaries (the period timer); the throttled time when a throttled run
+// queue is let go: at a boundary, or after it (a remote CPU's by an IPI, a
+// group in debt at a later boundary), or mid-period when quota comes back
+// (kernel/sched/fair.c: distribute_cfs_runtime, unthrottle_cfs_rq). So
+// the half-way reading of a throttled group leaves it out (what is
+// counted late is read before the boundary), and so does the reading
+// before a boundary of a group that was not throttled (nor its throttled
+// time counted) for two periods, while the boundary cannot have come yet
+// (its place on the grid less the grid's uncertainty and the longest a
+// reading may take): what it leaves out is read after the boundary.
+func (g *sampled) usageOnly(t int64) bool {
+	if g.files.version != 1 || !g.haveLast {
+		return false
+	}
+	switch g.reading {
+	case stageMid:
+		return true
+	case stagePre:
+		return t-g.throttled >= 2*int64(g.target.Limits.Period) && t+maxReadSpan < g.b-g.half
+	}
+	return false
 }
 
 // focus plans the readings of a running group after one at t: none in
