@@ -65,15 +65,17 @@ type sampled struct {
 	changed   int64 // when nr_periods last moved
 	idle      bool  // quiet: no period counted lately
 	idleWait  int64 // between readings while quiet
-	throttled int64 // when nr_throttled or the throttled time last moved
+	throttled int64 // when nr_throttled last moved
 
 	// Focus (see Run): the grid is pinned, the next boundary is b give
 	// or take half, and the next reading is stage's; reading is the
-	// stage of the reading under way (-1: not a focused one).
+	// stage of the reading under way (-1: not a focused one); settled:
+	// the last reading of cpu.stat was the one after the last boundary.
 	pinned  bool
 	b, half int64
 	stage   int
 	reading int
+	settled bool
 }
 
 // NewSampler returns a Sampler that follows nothing yet.
@@ -183,9 +185,11 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 //   - a group whose period boundaries are not pinned down yet: every
 //     pass;
 //   - a group whose boundaries are pinned (trace.Tracker.Grid): in the
-//     last pass before each boundary and the first after it, and, when
-//     the group was throttled lately, in the first pass after half-way:
-//     two or three readings per period instead of ten (focus);
+//     last pass before each boundary and the first after it (postDelay
+//     or more after it), and, when the group was throttled lately, in
+//     the first pass after half-way: two or three readings per period
+//     instead of ten (focus), of which on v1 only the one after the
+//     boundary reads cpu.stat (usageOnly);
 //   - a quiet group (no period counted lately): once a period, then less
 //     and less often, down to once a second; in the first pass after it
 //     is due while other groups run, in a pass of its own only when all
@@ -317,13 +321,20 @@ func (g *sampled) wants(now, gap int64) bool {
 			return true
 		}
 	case stagePost:
-		if now > g.b+g.half {
+		if now > g.b+max(g.half, postDelay) {
 			g.reading = stagePost
 			return true
 		}
 	}
 	return false
 }
+
+// postDelay is the least time from a boundary to the reading after it:
+// by then the throttled time of the run queues that other CPUs let go
+// at the boundary (by IPI, kernel/sched/fair.c: unthrottle_cfs_rq_async)
+// has been counted, so the reading before the next boundary need not
+// read cpu.stat for it (usageOnly).
+const postDelay = 2 * int64(time.Millisecond)
 
 // The readings of a focused group around its next boundary b.
 const (
@@ -370,6 +381,7 @@ func (s *Sampler) sample(g *sampled) error {
 		}
 	} else {
 		st, t, file, err = s.readStamped(g)
+		g.settled = g.reading == stagePost
 	}
 	if err != nil {
 		if !IsGone(err) {
@@ -381,7 +393,7 @@ func (s *Sampler) sample(g *sampled) error {
 	// runs: while it uses its quota, or it is throttled. A group that
 	// does not (it sleeps) has no period to attribute.
 	moved := !g.haveLast || st.NrPeriods != g.last.NrPeriods
-	if !g.haveLast || st.NrThrottled != g.last.NrThrottled || st.ThrottledNs != g.last.ThrottledNs {
+	if !g.haveLast || st.NrThrottled != g.last.NrThrottled {
 		g.throttled = t
 	}
 	g.last, g.haveLast = st, true
@@ -417,15 +429,14 @@ func (s *Sampler) sample(g *sampled) error {
 // its usage alone (v1, where the usage has a file of its own), leaving
 // cpu.stat out. nr_periods, nr_throttled and the burst counters move at
 // boundaries (the period timer); the throttled time when a throttled run
-// queue is let go: at a boundary, or after it (a remote CPU's by an IPI, a
-// group in debt at a later boundary), or mid-period when quota comes back
-// (kernel/sched/fair.c: distribute_cfs_runtime, unthrottle_cfs_rq). So
-// the half-way reading of a throttled group leaves it out (what is
-// counted late is read before the boundary), and so does the reading
-// before a boundary of a group that was not throttled (nor its throttled
-// time counted) for two periods, while the boundary cannot have come yet
-// (its place on the grid less the grid's uncertainty and the longest a
-// reading may take): what it leaves out is read after the boundary.
+// queue is let go (kernel/sched/fair.c: unthrottle_cfs_rq): at a boundary
+// or within postDelay of it (a remote CPU's, by IPI), or when quota comes
+// back mid-period (distributed from what other CPUs gave back). So the
+// half-way reading leaves it out, and so does the one before a boundary
+// that follows the reading after the last one, while the boundary cannot
+// have come yet (its place on the grid less the grid's uncertainty and the
+// longest a reading may take): what either leaves out is read after the
+// boundary, and goes to the period that boundary ends.
 func (g *sampled) usageOnly(t int64) bool {
 	if g.files.version != 1 || !g.haveLast {
 		return false
@@ -434,7 +445,7 @@ func (g *sampled) usageOnly(t int64) bool {
 	case stageMid:
 		return true
 	case stagePre:
-		return t-g.throttled >= 2*int64(g.target.Limits.Period) && t+maxReadSpan < g.b-g.half
+		return g.settled && t+maxReadSpan < g.b-g.half
 	}
 	return false
 }
