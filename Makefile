@@ -12,7 +12,8 @@ LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # g++ and libc6-dev (the cpuview preload library and its C/C++ tests), nginx
 # (worker_processes auto under the CPU view), docker.io (make image and the
 # tests on a private dockerd; busybox-static is the debug image's shell) and
-# prometheus (the tests of deploy/prometheus/ with a real Prometheus),
+# prometheus (with promtool: the tests of deploy/prometheus/ and the fleet
+# recommender's test with a real Prometheus, and bench/run.sh fleet),
 # systemd (systemd-analyze verify and security of deploy/systemd/, and
 # systemd-socket-activate; installing it starts nothing where systemd is
 # not PID 1).

@@ -23,6 +23,12 @@
 #              real time by the wall clock and by the process's CPU time;
 #              and replay's (BenchmarkReplay20Limits): a 1,011-period lab
 #              trace replayed under 20 quotas, 3 rounds.
+#   fleet      cfsprobe recommend --prometheus at fleet scale (about three
+#              minutes, needs Debian's prometheus: make deps): a week of
+#              the exporter's series for 1,000 groups on 50 nodes
+#              backfilled with promtool into a fresh TSDB, served by
+#              prometheus on loopback, every group read, synthesized and
+#              advised by the recommender (bench/fleet). FLEET_ARGS passes flags.
 #   sim-validate
 #              the simulator against this host's kernel (root, about four
 #              minutes): every scenario of the four built-in suites
@@ -36,7 +42,7 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 RESULTS=bench/RESULTS.md
-all=(exporter cpuview-nginx sim sim-validate)
+all=(exporter cpuview-nginx sim sim-validate fleet)
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=("${all[@]}")
 
@@ -71,6 +77,18 @@ bench_exporter() {
 		return 1
 	fi
 	record exporter "$out"
+	rm -f "$out"
+}
+
+bench_fleet() {
+	local out
+	out=$(mktemp)
+	# shellcheck disable=SC2086 # FLEET_ARGS holds several flags
+	if ! $GO run ./bench/fleet ${FLEET_ARGS:-} >"$out"; then
+		rm -f "$out"
+		return 1
+	fi
+	record fleet "$out"
 	rm -f "$out"
 }
 
@@ -170,6 +188,7 @@ for s in "${sections[@]}"; do
 	cpuview-nginx) bench_cpuview_nginx ;;
 	sim) bench_sim ;;
 	sim-validate) bench_sim_validate ;;
+	fleet) bench_fleet ;;
 	*)
 		echo "bench: no section $s (sections: ${all[*]})" >&2
 		exit 2

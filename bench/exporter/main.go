@@ -19,7 +19,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -47,8 +46,10 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
+	"github.com/cfsprobe/cfsprobe/bench/internal/host"
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 var (
@@ -154,28 +155,16 @@ func (b *bench) run() error {
 			return b.ctx.Err()
 		}
 	}
-	b.printf("\nLoad after: %s\n", loadavg())
+	b.printf("\nLoad after: %s\n", host.LoadAvg())
 	fmt.Print(b.out.String())
 	return nil
 }
 
 // hostFacts prints what the numbers depend on.
 func (b *bench) hostFacts() {
-	model := "?"
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	var u unix.Utsname
-	_ = unix.Uname(&u)
+	release := host.KernelRelease()
 	hz := "unknown"
-	if b, err := os.ReadFile("/boot/config-" + unix.ByteSliceToString(u.Release[:])); err == nil {
+	if b, err := os.ReadFile("/boot/config-" + release); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.HasPrefix(l, "CONFIG_HZ=") {
 				hz = strings.TrimPrefix(l, "CONFIG_HZ=")
@@ -184,20 +173,11 @@ func (b *bench) hostFacts() {
 	}
 	b.printf("Measured %s by `bench/run.sh exporter` (bench/exporter).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	b.printf("| host | |\n|---|---|\n")
-	b.printf("| CPU | %s, %d online CPUs |\n", model, runtime.NumCPU())
-	b.printf("| kernel | %s (CONFIG_HZ %s) |\n", unix.ByteSliceToString(u.Release[:]), hz)
+	b.printf("| CPU | %s, %d online CPUs |\n", host.CPUModel(), runtime.NumCPU())
+	b.printf("| kernel | %s (CONFIG_HZ %s) |\n", release, hz)
 	b.printf("| cgroups | %s, cpu controller v%d at %s, cpuacct at %s |\n", b.root.Mode, b.root.Version, b.root.CPUDir, b.root.AcctDir)
 	b.printf("| Go | %s |\n", runtime.Version())
-	b.printf("| load before | %s |\n\n", loadavg())
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
+	b.printf("| load before | %s |\n\n", host.LoadAvg())
 }
 
 // mkgroup makes the group rel (relative to the hierarchies' roots) in
@@ -297,15 +277,7 @@ func (b *bench) start(cmd *exec.Cmd) error {
 }
 
 func (b *bench) kill(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+	_ = testenv.Terminate(cmd, 5*time.Second)
 	b.mu.Lock()
 	b.procs = slices.DeleteFunc(b.procs, func(c *exec.Cmd) bool { return c == cmd })
 	b.mu.Unlock()
@@ -339,13 +311,6 @@ func (b *bench) makeNode(parent string, n int) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// cpuTime is the CPU time this process has used.
-func selfCPU() time.Duration {
-	var ru unix.Rusage
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
-	return time.Duration(unix.TimevalToNsec(ru.Utime) + unix.TimevalToNsec(ru.Stime))
 }
 
 // procCPU is the CPU time process pid has used (utime+stime, in the
@@ -670,7 +635,9 @@ func pct(cpu, wall time.Duration) float64 { return 100 * float64(cpu) / float64(
 
 // sampler measures the per-period sampler's CPU for 100 groups: idle,
 // lightly used (a program that burns 200 µs every 50 ms in each, never
-// throttled), and busy (a shell loop in each, throttled every period).
+// throttled), sparse (2 ms every 500 ms: quiet between bursts, read
+// around each boundary once pinned) and busy (a shell loop in each,
+// throttled every period).
 func (b *bench) sampler(bin, parent string) error {
 	sp := parent + "/sampler"
 	if err := b.mkgroup(sp, 0); err != nil {
@@ -771,6 +738,12 @@ func (b *bench) sampler(bin, parent string) error {
 	if err := run("100 lightly used (200 µs every 50 ms, quota 20 ms)", 20*time.Millisecond, light); err != nil {
 		return err
 	}
+	sparse := func() *exec.Cmd {
+		return exec.Command(bin, "__workload", "periodic", "--burn", "2ms", "--sleep", "500ms", "--iterations", "100000000", "--quiet")
+	}
+	if err := run("100 sparse (2 ms every 500 ms, quota 20 ms: quiet between bursts)", 20*time.Millisecond, sparse); err != nil {
+		return err
+	}
 	busy := func() *exec.Cmd { return exec.Command("/bin/sh", "-c", "while :; do :; done") }
 	if err := run("100 busy (a shell loop in each, quota 1 ms: throttled every period)", time.Millisecond, busy); err != nil {
 		return err
@@ -778,7 +751,7 @@ func (b *bench) sampler(bin, parent string) error {
 	if b.samplerIdle1000 > 0 {
 		b.printf("| 1,000 idle (the node above) | | | %.2f %% (with walks) | |\n", pct(b.samplerIdle1000, time.Second))
 	}
-	b.printf("\nTarget < 2 %% of one CPU for 100 groups. The sampler wakes every 10 ms (20 ms once every group's boundaries are pinned down) and reads a group in every pass until then, then in the passes just before and after each boundary (and half-way, when it was throttled lately; on v1 cpuacct.usage alone but after the boundary); a quiet group (no period counted) once per period, backing off to once a second (cpu.stat only).\n\n")
+	b.printf("\nTarget < 2 %% of one CPU for 100 groups. The sampler wakes every 10 ms (20 ms once every group's boundaries are pinned down) and reads a group in every pass until then, then in the passes just before and after each boundary (and half-way, when it was throttled lately; on v1 cpu.stat after the boundary only, cpuacct.usage in each); a quiet group (no period counted) whose boundaries are pinned just before each boundary (its usage alone) and just after it (cpu.stat alone), one whose boundaries are not pinned once per period, backing off to once a second (cpu.stat only).\n\n")
 	return nil
 }
 

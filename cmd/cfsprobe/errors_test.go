@@ -5,8 +5,11 @@ package main
 // directory appears in any hierarchy, no trace file is written.
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +62,19 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	outDir := t.TempDir()
+	// Prometheus APIs that refuse every query as malformed, and that hold
+	// no series.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"status":"error","errorType":"bad_data","error":"1:31: parse error: unexpected identifier \"cfsprobe\""}`)
+	}))
+	defer refusing.Close()
+	empty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+	}))
+	defer empty.Close()
 	file := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -345,6 +361,22 @@ func TestErrors(t *testing.T) {
 			want: []string{"--verify rerunnable", "not writable by uid 65534", "run cfsprobe as root"}},
 		{name: "recommend root missing", args: []string{"recommend", "--cgroup-root", "/no/such/dir", "--cgroup", "/", "--duration", "1s"},
 			want: []string{"--cgroup-root /no/such/dir does not exist"}},
+		{name: "recommend prometheus not a URL", args: []string{"recommend", "--prometheus", "prometheus:9090"},
+			want: []string{`URL "prometheus:9090" is not an http:// or https:// address`, "such as http://prometheus:9090"}},
+		{name: "recommend prometheus unreachable", args: []string{"recommend", "--prometheus", "http://127.0.0.1:1"},
+			want: []string{"no Prometheus API answered at http://127.0.0.1:1", "give the address of a Prometheus server"}},
+		{name: "recommend prometheus window malformed", args: []string{"recommend", "--prometheus", "http://127.0.0.1:1", "--since", "a week"},
+			want: []string{`--since "a week"`, "such as 7d"}},
+		{name: "recommend prometheus and traces", args: []string{"recommend", "--prometheus", "http://127.0.0.1:1", simulated},
+			want: []string{"give --prometheus, traces or --cgroup, one of them"}},
+		{name: "recommend prometheus verify", args: []string{"recommend", "--prometheus", "http://127.0.0.1:1", "--verify"},
+			want: []string{"--verify reruns a trace's workload", "read from Prometheus"}},
+		{name: "recommend prometheus selector refused", args: []string{"recommend", "--prometheus", refusing.URL, "--selector", "job=cfsprobe"},
+			want: []string{`--selector "job=cfsprobe"`, "the server refused the query", `such as job="cfsprobe"`}},
+		{name: "recommend prometheus without groups", args: []string{"recommend", "--prometheus", empty.URL, "--since", "2d"},
+			want: []string{"has no group", "with per-period demand in the last 2d", "scrapes cfsprobe exporter"}},
+		{name: "recommend since without prometheus", args: []string{"recommend", "--since", "7d", simulated},
+			want: []string{"--since and --selector say what to read of --prometheus"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

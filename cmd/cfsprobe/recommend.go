@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
@@ -19,6 +20,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/recommend"
+	"github.com/cfsprobe/cfsprobe/internal/recommend/fleet"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
@@ -37,12 +39,15 @@ type recommendFlags struct {
 	format     string
 	verify     bool
 	parent     string
+	prometheus string
+	since      string
+	selector   string
 }
 
 func newRecommendCmd() *cobra.Command {
 	f := &recommendFlags{}
 	c := &cobra.Command{
-		Use:   "recommend (TRACE... | --cgroup PATH --duration D) [--target T] [--format F]",
+		Use:   "recommend (TRACE... | --cgroup PATH --duration D | --prometheus URL [--since W]) [--target T] [--format F]",
 		Short: "advise a group's CPU limit — a quota, a burst, a thread cap, or none — from its per-period demand",
 		Long: `Reads what a group did in every period (a trace saved by cfsprobe run, record or
 simulate, or a live group recorded first with --cgroup), turns it back into
@@ -70,6 +75,14 @@ Targets (--target):
   stall:5ms      the 99th percentile of the periods' stall at most 5 ms
   demand:p99     no throttling at the 99th percentile of demand
 
+--prometheus reads a whole fleet instead: every CPU-limited group whose
+cfsprobe exporter the server scrapes (Prometheus, or what speaks its API:
+Thanos Query, Mimir), over the window --since, narrowed by --selector.
+Each group's per-period demand histogram becomes a synthetic trace of its
+distribution under its current limits, advised as a recording would be
+(docs/recommend-fleet.md); the group is named job/instance:cgroup. A week
+of minute averages feeds the peers: load deploy/prometheus/rules.yaml.
+
 Each TRACE is one group, named after its file (NAME=FILE names it). The model
 is the trace's host: the era of its kernel and its CPUs, unless --kernel and
 --host-cpus say otherwise. Outputs (--format): table (the default), json (a
@@ -94,6 +107,7 @@ stderr.`,
   cfsprobe recommend --cgroup /system.slice/nginx.service --duration 2m --out nginx.json
   cfsprobe recommend --format k8s api.json > patch.yaml   # kubectl patch deployment api --patch-file patch.yaml
   cfsprobe recommend --json --kernel 5.4 --host-cpus 16 --max-cpus 4 api.json
+  cfsprobe recommend --prometheus http://prometheus:9090 --since 7d --selector 'cgroup=~"/kubepods.*"' 
   sudo cfsprobe recommend --verify api.json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error { return runRecommend(c, f, args) },
@@ -112,6 +126,9 @@ stderr.`,
 	fl.StringVar(&f.format, "format", "", "output: table, json, k8s or markdown (default table)")
 	fl.BoolVar(&f.verify, "verify", false, "rerun each trace's workload under the recommendation, the peers', the current and no limit, and show measured beside predicted (root)")
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "with --verify: the group under which the reruns' groups are created")
+	fl.StringVar(&f.prometheus, "prometheus", "", "advise every group whose cfsprobe exporter this Prometheus server scrapes (http://HOST:9090)")
+	fl.StringVar(&f.since, "since", "7d", "with --prometheus: the window read, ending now (Prometheus durations: 36h, 7d, 2w)")
+	fl.StringVar(&f.selector, "selector", "", `with --prometheus: only the groups these label matchers select, without braces (job="cfsprobe",cgroup=~"/kubepods.*")`)
 	return c
 }
 
@@ -189,33 +206,9 @@ func runRecommend(c *cobra.Command, f *recommendFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	live, err := f.live(c, args)
+	ins, err := f.inputs(c, args)
 	if err != nil {
 		return err
-	}
-	if err := f.checkVerify(c, live); err != nil {
-		return err
-	}
-	var ins []recommend.Input
-	if live {
-		in, err := f.record()
-		if err != nil {
-			return err
-		}
-		ins = append(ins, in)
-	} else {
-		for _, a := range args {
-			name, tr, err := namedTrace(a)
-			if err != nil {
-				return err
-			}
-			ins = append(ins, recommend.Input{Name: name, Trace: tr})
-		}
-		if f.verify {
-			if err := rerunnable(ins); err != nil {
-				return err
-			}
-		}
 	}
 	groups, err := recommend.RecommendAll(ins, opt)
 	if err != nil {
@@ -236,6 +229,108 @@ func runRecommend(c *cobra.Command, f *recommendFlags, args []string) error {
 	}
 	_, err = c.OutOrStdout().Write(b.Bytes())
 	return err
+}
+
+// inputs checks the flags of the groups to advise and reads them: a
+// fleet from --prometheus, a live group recorded first, or traces.
+func (f *recommendFlags) inputs(c *cobra.Command, args []string) ([]recommend.Input, error) {
+	fopt, fromPrometheus, err := f.prometheusOptions(c, args)
+	if err != nil {
+		return nil, err
+	}
+	if fromPrometheus {
+		return readFleet(fopt)
+	}
+	live, err := f.live(c, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.checkVerify(c, live); err != nil {
+		return nil, err
+	}
+	if live {
+		in, err := f.record()
+		if err != nil {
+			return nil, err
+		}
+		return []recommend.Input{in}, nil
+	}
+	var ins []recommend.Input
+	for _, a := range args {
+		name, tr, err := namedTrace(a)
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, recommend.Input{Name: name, Trace: tr})
+	}
+	if f.verify {
+		if err := rerunnable(ins); err != nil {
+			return nil, err
+		}
+	}
+	return ins, nil
+}
+
+// prometheusOptions checks the flags of --prometheus: no traces, live
+// group or --verify beside it, a window and a URL fleet.Query takes;
+// --since and --selector only with it. Its errors are the user's.
+func (f *recommendFlags) prometheusOptions(c *cobra.Command, args []string) (fleet.Options, bool, error) {
+	on := c.Flags().Changed("prometheus")
+	switch {
+	case !on && (c.Flags().Changed("since") || c.Flags().Changed("selector")):
+		return fleet.Options{}, false, usageErr("--since and --selector say what to read of --prometheus: add --prometheus URL, or leave them out")
+	case !on:
+		return fleet.Options{}, false, nil
+	case len(args) > 0 || c.Flags().Changed("cgroup"):
+		return fleet.Options{}, false, usageErr("give --prometheus, traces or --cgroup, one of them: the others would be advised apart from the fleet")
+	case f.verify:
+		return fleet.Options{}, false, usageErr("--verify reruns a trace's workload, and a group read from Prometheus has none cfsprobe started: give its trace of cfsprobe run instead")
+	case c.Flags().Changed("duration") || f.out != "":
+		return fleet.Options{}, false, usageErr("--duration and --out are for recording --cgroup: leave them out with --prometheus")
+	}
+	since, err := model.ParseDuration(f.since)
+	if err != nil || since <= 0 {
+		return fleet.Options{}, false, usageErr("--since %q: give the window to read as a Prometheus duration, such as 7d or 36h", f.since)
+	}
+	opt := fleet.Options{URL: f.prometheus, Since: time.Duration(since), Selector: f.selector}
+	if err := fleet.CheckOptions(opt); err != nil {
+		return fleet.Options{}, false, usageErr("--prometheus: %v: give the server's address, such as http://prometheus:9090", err)
+	}
+	return opt, true, nil
+}
+
+// readFleet reads every group of --prometheus into the recommender's
+// inputs; a group the sampler saw no period of is left out, said on
+// stderr.
+func readFleet(opt fleet.Options) ([]recommend.Input, error) {
+	ctx, _, stop := signalContext()
+	defer stop()
+	groups, err := fleet.Read(ctx, opt)
+	switch {
+	case errors.Is(err, fleet.ErrUnreachable):
+		return nil, usageErr("--prometheus: %v: give the address of a Prometheus server (or Thanos Query, Mimir) that scrapes cfsprobe exporter", err)
+	case errors.Is(err, fleet.ErrRefused):
+		return nil, usageErr("--selector %q: %v: give label matchers without braces, such as job=\"cfsprobe\"", opt.Selector, err)
+	case err != nil:
+		return nil, err
+	}
+	var ins []recommend.Input
+	for _, g := range groups {
+		if g.Err != nil {
+			fmt.Fprintf(os.Stderr, "cfsprobe: %s: left out: %v\n", g.Key, g.Err)
+			continue
+		}
+		ins = append(ins, recommend.Input{Name: g.Key.String(), Trace: g.Trace, MinuteUsage: g.MinuteUsage})
+	}
+	switch {
+	case len(ins) == 0 && opt.Selector != "":
+		return nil, usageErr("--prometheus %s has no group that --selector %s selects with per-period demand in the last %s: check the selector, and that it scrapes cfsprobe exporter",
+			opt.URL, opt.Selector, model.Duration(opt.Since))
+	case len(ins) == 0:
+		return nil, usageErr("--prometheus %s has no group with per-period demand in the last %s: check that it scrapes cfsprobe exporter (cfsprobe_period_demand_cpus)",
+			opt.URL, model.Duration(opt.Since))
+	}
+	return ins, nil
 }
 
 // record follows the live group of --cgroup for --duration (as cfsprobe

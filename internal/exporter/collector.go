@@ -7,6 +7,7 @@ package exporter
 import (
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,8 +27,30 @@ import (
 // Buckets of the per-period histograms (docs/metrics.md).
 var (
 	UsageRatioBuckets = []float64{0.1, 0.25, 0.5, 0.75, 0.9, 1, 1.5}
-	StallBuckets      = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
+	// DemandBuckets are the Renard R10 numbers (ten a decade, each about
+	// 1.26 times the one before) from 0.01 to 63 CPUs.
+	DemandBuckets  = renard10(0.01, 63)
+	StallBuckets   = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
+	StoppedBuckets = []float64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}
 )
+
+// renard10 lists the Renard R10 preferred numbers from lo to hi: 1, 1.25,
+// 1.6, 2, 2.5, 3.15, 4, 5, 6.3, 8 times the powers of ten.
+func renard10(lo, hi float64) []float64 {
+	var out []float64
+	for e := math.Floor(math.Log10(lo)); ; e++ {
+		for _, m := range []float64{1, 1.25, 1.6, 2, 2.5, 3.15, 4, 5, 6.3, 8} {
+			// Parsed from text, so that 0.0125 is the float "0.0125" reads as.
+			v, _ := strconv.ParseFloat(strconv.FormatFloat(m, 'f', -1, 64)+"e"+strconv.Itoa(int(e)), 64)
+			if v > hi*(1+1e-9) {
+				return out
+			}
+			if v >= lo*(1-1e-9) {
+				out = append(out, v)
+			}
+		}
+	}
+}
 
 // HELP texts, word for word from docs/metrics.md.
 const (
@@ -43,6 +66,8 @@ const (
 	helpBursts           = "Enforcement periods in which the cgroup used CPU burst (cpu.stat nr_bursts). Absent on kernels without CPU burst."
 	helpBurstSeconds     = "CPU time the cgroup used beyond its quota from its burst allowance (cpu.stat burst_usec; burst_time). Absent on kernels without CPU burst."
 	helpUsageRatio       = "CPU the cgroup used in each enforcement period as a fraction of its quota; one observation per period the kernel counted."
+	helpDemand           = "CPU the cgroup wanted in each enforcement period, in CPUs: its usage, and in a throttled period also the work of the time it stood still at the CPUs it ran on; one observation per period the kernel counted."
+	helpStopped          = "CPUs whose run queues the kernel stopped in each throttled enforcement period: how many CPUs the cgroup ran on when its quota ran out; one observation per throttled period."
 	helpStall            = "Wall-clock time the cgroup's runnable tasks stood still in each throttled enforcement period; one observation per throttled period."
 	helpUnderQuota       = "Throttled enforcement periods in which the cgroup used less than half its quota: the signature of the kernel defects cfsprobe check tests for."
 
@@ -201,6 +226,14 @@ func groupFamilies() []*family {
 		{name: "cfsprobe_period_usage_ratio", help: helpUsageRatio, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel, bounds: UsageRatioBuckets,
 			hist: func(r row) *monitor.Histogram {
 				return histOf(r, func(h *monitor.GroupPeriods) *monitor.Histogram { return &h.Usage })
+			}},
+		{name: "cfsprobe_period_demand_cpus", help: helpDemand, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel, bounds: DemandBuckets,
+			hist: func(r row) *monitor.Histogram {
+				return histOf(r, func(h *monitor.GroupPeriods) *monitor.Histogram { return &h.Demand })
+			}},
+		{name: "cfsprobe_period_stopped_cpus", help: helpStopped, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel, bounds: StoppedBuckets,
+			hist: func(r row) *monitor.Histogram {
+				return histOf(r, func(h *monitor.GroupPeriods) *monitor.Histogram { return &h.Stopped })
 			}},
 		{name: "cfsprobe_stall_seconds", help: helpStall, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel, bounds: StallBuckets,
 			hist: func(r row) *monitor.Histogram {

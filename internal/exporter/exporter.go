@@ -47,6 +47,10 @@ type Options struct {
 	// NoRuntimeMetrics leaves out the Go client's process_* and go_*
 	// metrics (tests that compare expositions).
 	NoRuntimeMetrics bool
+	// SamplerPeriods, when set, is given every period the sampler hands
+	// out (monitor.SamplerOptions.Periods): tests compare them with
+	// another reader's.
+	SamplerPeriods func(path string, p trace.Period)
 	// TelemetryPath is where the metrics are served; DefaultTelemetryPath
 	// when empty (CheckTelemetryPath checks it).
 	TelemetryPath string
@@ -106,9 +110,9 @@ func newExporter(opts Options, reg *prometheus.Registry) *Exporter {
 		e.sampler = monitor.NewSampler(monitor.SamplerOptions{
 			MaxGroups:    opts.SamplerMaxGroups,
 			CPUs:         opts.Host.CPUs,
-			UsageBuckets: UsageRatioBuckets,
-			StallBuckets: StallBuckets,
-			Errors:       e.scanner.Errors(),
+			UsageBuckets: UsageRatioBuckets, DemandBuckets: DemandBuckets,
+			StallBuckets: StallBuckets, StoppedBuckets: StoppedBuckets,
+			Errors: e.scanner.Errors(), Periods: opts.SamplerPeriods,
 		})
 		periods = e.sampler
 	}

@@ -64,7 +64,8 @@ func (f *fakePeriods) Overruns() uint64 { return 3 }
 
 // newFakePeriods makes histograms for every other limited group of the
 // scanner whose usage can be read (the sampler follows no other): i
-// periods at 0.2, one at 0.95 throttled 80 ms, one at 1.2.
+// periods at 0.2 (demand 0.1 CPUs), one at 0.95 throttled 80 ms on 2 CPUs
+// (demand 1.9), one at 1.2 (demand 0.6).
 func newFakePeriods(s *monitor.Scanner) *fakePeriods {
 	ts, _ := s.Targets(nil)
 	f := &fakePeriods{}
@@ -73,15 +74,21 @@ func newFakePeriods(s *monitor.Scanner) *fakePeriods {
 			continue
 		}
 		h := monitor.PeriodHistograms{
-			Usage: monitor.Histogram{Bounds: UsageRatioBuckets, Counts: make([]uint64, len(UsageRatioBuckets)+1)},
-			Stall: monitor.Histogram{Bounds: StallBuckets, Counts: make([]uint64, len(StallBuckets)+1)},
+			Usage:   monitor.Histogram{Bounds: UsageRatioBuckets, Counts: make([]uint64, len(UsageRatioBuckets)+1)},
+			Demand:  monitor.Histogram{Bounds: DemandBuckets, Counts: make([]uint64, len(DemandBuckets)+1)},
+			Stall:   monitor.Histogram{Bounds: StallBuckets, Counts: make([]uint64, len(StallBuckets)+1)},
+			Stopped: monitor.Histogram{Bounds: StoppedBuckets, Counts: make([]uint64, len(StoppedBuckets)+1)},
 		}
 		for j := 0; j < i; j++ {
 			h.Usage.Observe(0.2)
+			h.Demand.Observe(0.1)
 		}
 		h.Usage.Observe(0.95)
+		h.Demand.Observe(1.9)
 		h.Usage.Observe(1.2)
+		h.Demand.Observe(0.6)
 		h.Stall.Observe(0.08)
+		h.Stopped.Observe(2)
 		h.UnderQuota = uint64(i / 2)
 		f.groups = append(f.groups, monitor.GroupPeriods{Path: tg.Group.Path, PeriodHistograms: h})
 	}
@@ -356,7 +363,7 @@ func readDoc(t *testing.T) (map[string]docMetric, map[string][]string) {
 			buckets[m[1]] = strings.Split(m[2], ", ")
 		}
 	}
-	if len(metrics) < 20 || len(buckets) != 2 {
+	if len(metrics) < 20 || len(buckets) != 4 {
 		t.Fatalf("docs/metrics.md: read %d metrics and %d bucket rows; has its table format changed?", len(metrics), len(buckets))
 	}
 	return metrics, buckets

@@ -35,25 +35,35 @@ func (h Histogram) clone() Histogram {
 	return h
 }
 
+// clone copies the histograms.
+func (h PeriodHistograms) clone() PeriodHistograms {
+	h.Usage, h.Demand, h.Stall, h.Stopped = h.Usage.clone(), h.Demand.clone(), h.Stall.clone(), h.Stopped.clone()
+	return h
+}
+
 // PeriodHistograms are the per-period figures of a group: those of its
 // periods that the readings saw closely (trace.Period.Blurred is false),
 // each figure as trace.Period defines it.
 type PeriodHistograms struct {
 	Usage      Histogram // usage per period as a fraction of the quota
+	Demand     Histogram // demand per period (trace.Period.DemandCPUs), in CPUs
 	Stall      Histogram // stall per throttled period, in seconds
+	Stopped    Histogram // CPUs stopped per throttled period (trace.Period.Stopped)
 	UnderQuota uint64    // throttled periods with usage under trace.UnderQuotaRatio of the quota
 	MaxStallNs int64     // the longest stall
 }
 
-// Observe counts one period of a group with the given quota; a blurred
-// period is not counted.
-func (h *PeriodHistograms) Observe(p trace.Period, quota time.Duration) {
+// Observe counts one period of a group with the given quota that can run
+// on at most cpus CPUs (0: no bound); a blurred period is not counted.
+func (h *PeriodHistograms) Observe(p trace.Period, quota time.Duration, cpus int) {
 	if p.Blurred {
 		return
 	}
 	h.Usage.Observe(p.UsageRatio(quota))
+	h.Demand.Observe(p.DemandCPUs(float64(cpus)))
 	if p.Throttled {
 		h.Stall.Observe(time.Duration(p.StallNs).Seconds())
+		h.Stopped.Observe(float64(p.Stopped()))
 		h.MaxStallNs = max(h.MaxStallNs, p.StallNs)
 		if p.ThrottledUnderQuota(quota) {
 			h.UnderQuota++

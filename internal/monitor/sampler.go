@@ -20,11 +20,13 @@ type GroupPeriods struct {
 
 // SamplerOptions configure a Sampler.
 type SamplerOptions struct {
-	MaxGroups    int       // most groups followed, the first ones Follow is given; 0 or less: none
-	CPUs         int       // online CPUs: bounds the CPUs a group runs on (0: no bound)
-	UsageBuckets []float64 // upper bounds of the usage ratio histogram's buckets
-	StallBuckets []float64 // upper bounds of the stall histogram's buckets, in seconds
-	Errors       *ReadErrors
+	MaxGroups      int       // most groups followed, the first ones Follow is given; 0 or less: none
+	CPUs           int       // online CPUs: bounds the CPUs a group runs on (0: no bound)
+	UsageBuckets   []float64 // upper bounds of the usage ratio histogram's buckets
+	DemandBuckets  []float64 // upper bounds of the demand histogram's buckets, in CPUs
+	StallBuckets   []float64 // upper bounds of the stall histogram's buckets, in seconds
+	StoppedBuckets []float64 // upper bounds of the stopped CPUs histogram's buckets
+	Errors         *ReadErrors
 	// Clock is the samples' clock, monotonic ns (default: since the
 	// program started); Periods, when set, is given every period handed
 	// out, with the group's path, on the sampler's thread (it must not
@@ -37,11 +39,14 @@ type SamplerOptions struct {
 // Sampler follows groups with a quota at period resolution: it reads
 // their counters at period resolution (see Run) and feeds each group's
 // periods (trace.Tracker) into its histograms. A group for which the
-// kernel counted no period for more than a period is quiet: its cpu.stat
-// alone is read, once per period and less and less often down to once a
-// second, until a period is counted again; the periods until then are
-// not attributed. Run does the reading; Follow says which groups to
-// follow; Snapshot copies the histograms.
+// kernel counted no period for more than a period is quiet: once its
+// period boundaries are pinned down it is still read around each
+// boundary, one file each time, so that a burst's periods are seen as
+// closely as a running group's; before that, its cpu.stat alone is read,
+// once per period and less and less often down to once a second, until a
+// period is counted again, and the periods until then are not seen
+// closely. Run does the reading; Follow says which groups to follow;
+// Snapshot copies the histograms.
 type Sampler struct {
 	opts SamplerOptions
 
@@ -64,7 +69,7 @@ type sampled struct {
 	haveLast  bool
 	changed   int64 // when nr_periods last moved
 	idle      bool  // quiet: no period counted lately
-	idleWait  int64 // between readings while quiet
+	idleWait  int64 // between readings while quiet and not pinned
 	throttled int64 // when nr_throttled last moved
 
 	// Focus (see Run): the grid is pinned, the next boundary is b give
@@ -127,8 +132,8 @@ func (s *Sampler) Follow(targets []Target) {
 			target: t, files: files,
 			tracker: s.newTracker(t.Limits),
 			hist: PeriodHistograms{
-				Usage: newHistogram(s.opts.UsageBuckets),
-				Stall: newHistogram(s.opts.StallBuckets),
+				Usage: newHistogram(s.opts.UsageBuckets), Demand: newHistogram(s.opts.DemandBuckets),
+				Stall: newHistogram(s.opts.StallBuckets), Stopped: newHistogram(s.opts.StoppedBuckets),
 			},
 		}
 		groups = append(groups, g)
@@ -168,9 +173,7 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range s.groups {
-		dst = append(dst, GroupPeriods{Path: g.target.Group.Path, PeriodHistograms: PeriodHistograms{
-			Usage: g.hist.Usage.clone(), Stall: g.hist.Stall.clone(), UnderQuota: g.hist.UnderQuota, MaxStallNs: g.hist.MaxStallNs,
-		}})
+		dst = append(dst, GroupPeriods{Path: g.target.Group.Path, PeriodHistograms: g.hist.clone()})
 	}
 	return dst
 }
@@ -190,10 +193,18 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 //     the first pass after half-way: two or three readings per period
 //     instead of ten (focus), of which on v1 only the one after the
 //     boundary reads cpu.stat (usageOnly);
-//   - a quiet group (no period counted lately): once a period, then less
-//     and less often, down to once a second; in the first pass after it
-//     is due while other groups run, in a pass of its own only when all
-//     are quiet.
+//   - a quiet group (no period counted lately) whose boundaries are
+//     pinned: in the last pass before each boundary (its usage alone)
+//     and the first after it (its cpu.stat alone, and everything when
+//     the kernel counted a period): the grid of the kernel's period
+//     timer survives the group's idleness (the timer is started again
+//     whole periods after its last expiry, hrtimer_forward_now in
+//     start_cfs_bandwidth), so the periods of a burst that wakes it are
+//     seen between readings that close;
+//   - a quiet group whose boundaries are not pinned: once a period, then
+//     less and less often, down to once a second; in the first pass
+//     after it is due while other groups run, in a pass of its own only
+//     when all are quiet.
 //
 // Waking up costs more than a read, so all groups share the passes, and
 // Run waits for the next one on an alarm that costs the least to wake
@@ -276,7 +287,7 @@ func (s *Sampler) pass(now, gap int64) (next, interval int64) {
 				continue
 			}
 		}
-		if g.idle {
+		if g.idle && !g.pinned {
 			next = min(next, g.due)
 		} else {
 			// A pinned group needs a pass shortly before and after each
@@ -303,7 +314,7 @@ func (g *sampled) wants(now, gap int64) bool {
 	period := int64(g.target.Limits.Period)
 	g.reading = -1
 	switch {
-	case g.idle || !g.haveLast:
+	case g.idle && !g.pinned || !g.haveLast:
 		return now >= g.due
 	case !g.pinned:
 		return now >= g.due-period/20
@@ -346,7 +357,11 @@ const (
 // sample reads one group and feeds its tracker.
 func (s *Sampler) sample(g *sampled) error {
 	period := int64(g.target.Limits.Period)
-	if g.idle {
+	if g.idle && g.pinned {
+		if done, err := s.sampleQuiet(g, period); done || err != nil {
+			return err
+		}
+	} else if g.idle {
 		// Quiet: watch nr_periods alone (cpu.stat, one read).
 		t := s.now()
 		b, err := g.files.stat.read(s.buf[:])
@@ -404,19 +419,16 @@ func (s *Sampler) sample(g *sampled) error {
 		g.idleFor(t, period)
 		return nil
 	}
-	quota := g.target.Limits.Quota
-	emit := func(p trace.Period) {
-		g.hist.Observe(p, quota)
-		if s.opts.Periods != nil {
-			s.opts.Periods(g.target.Group.Path, p)
-		}
-	}
+	emit := s.emitter(g)
 	g.tracker.Add(trace.SampleOf(t, st), emit)
 	// Quiet once no period was counted for a period and two readings.
 	if t-g.changed > period+period/5 {
 		g.tracker.Flush(emit)
-		g.idle, g.idleWait, g.pinned = true, 0, false
-		g.idleFor(t, period)
+		g.idle, g.idleWait = true, 0
+		g.focus(t, period)
+		if !g.pinned {
+			g.idleFor(t, period)
+		}
 		return nil
 	}
 	g.idle = false
@@ -450,6 +462,75 @@ func (g *sampled) usageOnly(t int64) bool {
 	return false
 }
 
+// emitter hands a group's periods to its histograms and to
+// SamplerOptions.Periods.
+func (s *Sampler) emitter(g *sampled) func(trace.Period) {
+	quota := g.target.Limits.Quota
+	return func(p trace.Period) {
+		g.hist.Observe(p, quota, s.opts.CPUs)
+		if s.opts.Periods != nil {
+			s.opts.Periods(g.target.Group.Path, p)
+		}
+	}
+}
+
+// sampleQuiet reads a quiet group whose grid is pinned, around its next
+// boundary: before it, the usage alone (cpu.stat moves only at a
+// boundary: the rest is the last reading's); after it, cpu.stat alone
+// (nothing counted: the usage is the reading's before the boundary, for
+// a group that ran before the boundary would have had a period counted
+// at it). Each reading goes to the tracker, so that the periods of a
+// burst begin and end between readings that close. A usage that grew or
+// a period counted wakes the group: done is false when a reading of
+// everything is to follow (the kernel counted a period).
+func (s *Sampler) sampleQuiet(g *sampled, period int64) (done bool, err error) {
+	t0 := s.now()
+	st := g.last
+	var file string
+	if g.reading == stagePre && g.files.usageFile {
+		st.UsageNs, err = g.files.readUsage(s.buf[:])
+		file = "cpuacct.usage"
+	} else if g.reading == stagePre {
+		st, file, err = g.files.read(s.buf[:]) // v2: the usage is in cpu.stat
+	} else {
+		var b []byte
+		if b, err = g.files.stat.read(s.buf[:]); err == nil {
+			var c cgroup.Stat
+			if c, err = cgroup.ParseCPUStat(b, g.files.version); err == nil {
+				if c.NrPeriods != g.last.NrPeriods {
+					return false, nil
+				}
+				c.UsageNs = g.last.UsageNs
+				st = c
+			}
+		}
+		file = "cpu.stat"
+	}
+	if err != nil {
+		if !IsGone(err) {
+			s.opts.Errors.Add(file)
+		}
+		return true, err
+	}
+	t := t0 + (s.now()-t0)/2
+	if st.NrPeriods != g.last.NrPeriods { // v2's full reading before the boundary
+		return false, nil
+	}
+	g.tracker.Add(trace.SampleOf(t, st), s.emitter(g))
+	if st.UsageNs != g.last.UsageNs {
+		// It runs: read it as a running group until it is quiet again.
+		g.idle, g.changed = false, t
+		g.due = t + period/10
+	}
+	g.last = st
+	g.focus(t, period)
+	if !g.pinned {
+		g.idleWait = 0
+		g.idleFor(t, period)
+	}
+	return true, nil
+}
+
 // focus plans the readings of a running group after one at t: none in
 // particular until the tracker has pinned its grid; then the ones around
 // the boundary after t (the first more than half beyond it), half-way
@@ -464,7 +545,7 @@ func (g *sampled) focus(t, period int64) {
 	case !g.pinned || g.reading == stagePost || g.reading < 0 || t > g.b+half:
 		g.b = ph + int64(math.Floor(float64(t-half-ph)/float64(period))+1)*period
 		g.stage = stagePre
-		if t-g.throttled < 2*period && t < g.b-period/2 {
+		if !g.idle && t-g.throttled < 2*period && t < g.b-period/2 {
 			g.stage = stageMid
 		}
 	case g.reading == stageMid:

@@ -60,26 +60,37 @@ func stallP99(ps []trace.Period) int64 {
 	return trace.Quantile(stalls, 0.99)
 }
 
-// predictor simulates one group's demand under settings.
+// predictor simulates one group's demand under settings. It is used by
+// one goroutine at a time.
 type predictor struct {
-	tr   *trace.Trace
 	era  sim.Era
 	cpus int
 	seed uint64
 	opt  sim.ReplayOptions
-	// rec is how the demand was made (without a thread cap).
+	// rec is how the demand was made (without a thread cap); lanes how
+	// many CPUs at most its replay runs on at once.
 	rec   *trace.Replay
-	cache map[Setting]Prediction
-	runs  int
+	lanes int
+	// replays are the demand reconstructed per thread cap (0: none), once.
+	replays map[int]*sim.Replayer
+	tr      *trace.Trace
+	cache   map[Setting]Prediction
+	// ratios are the throttled share of the settings meets ran without
+	// a whole prediction.
+	ratios map[Setting]float64
+	// samples is the last run's readings, for the next to reuse.
+	samples []trace.CounterSample
+	runs    int
 }
 
 // newPredictor checks that the trace can be replayed on the model.
 func newPredictor(tr *trace.Trace, era sim.Era, cpus int, seed uint64, opt sim.ReplayOptions) (*predictor, error) {
-	_, rec, err := sim.Replay(tr, opt)
+	r, err := sim.NewReplayer(tr, opt)
 	if err != nil {
 		return nil, err
 	}
-	return &predictor{tr: tr, era: era, cpus: cpus, seed: seed, opt: opt, rec: rec, cache: map[Setting]Prediction{}}, nil
+	return &predictor{tr: tr, era: era, cpus: cpus, seed: seed, opt: opt, rec: r.Record(), lanes: len(r.Threads()),
+		replays: map[int]*sim.Replayer{0: r}, cache: map[Setting]Prediction{}, ratios: map[Setting]float64{}}, nil
 }
 
 // predict is the simulator's prediction of the setting.
@@ -87,30 +98,64 @@ func (p *predictor) predict(s Setting) (Prediction, error) {
 	if pr, ok := p.cache[s]; ok {
 		return pr, nil
 	}
-	tr, err := p.simulate(s)
+	res, r, err := p.run(s)
 	if err != nil {
 		return Prediction{}, err
 	}
+	tr := sim.NewTrace(sim.TraceInfo{Spec: trace.Spec{Workload: "replay"}, Limits: s.Limits}, res)
+	tr.Spec.Simulated.Replay = r.Record()
 	pr := predictionOf(tr)
 	p.cache[s] = pr
 	return pr, nil
 }
 
-// simulate replays the demand under the setting: its limits, and its
-// thread cap as the replay's parallelism.
-func (p *predictor) simulate(s Setting) (*trace.Trace, error) {
-	opt := p.opt
-	opt.Parallelism = s.Threads
-	threads, rec, err := sim.Replay(p.tr, opt)
-	if err != nil {
-		return nil, err
+// meets says whether the setting meets the target on the simulator's
+// prediction. A target on the share of periods throttled is read off the
+// kernel's counts at the end of the run (trace.CounterSummary, which a
+// prediction's throttled ratio is too), without the periods a prediction
+// builds from the readings: the searches ask it of many settings and
+// keep few.
+func (p *predictor) meets(s Setting, t Target) (bool, error) {
+	if pr, ok := p.cache[s]; ok || t.Kind == TargetStall {
+		if !ok {
+			var err error
+			if pr, err = p.predict(s); err != nil {
+				return false, err
+			}
+		}
+		return t.Met(pr), nil
 	}
-	res, err := sim.Run(sim.Config{Era: p.era, CPUs: p.cpus, Limits: s.Limits, Seed: p.seed}, threads)
+	ratio, ok := p.ratios[s]
+	if !ok {
+		res, _, err := p.run(s)
+		if err != nil {
+			return false, err
+		}
+		ratio = trace.CounterSummary(res.Samples, res.EndNs).ThrottledRatio
+		p.ratios[s] = ratio
+	}
+	return t.Met(Prediction{ThrottledRatio: ratio}), nil
+}
+
+// run replays the demand under the setting: its limits, and its thread
+// cap as the replay's parallelism. The result's readings are reused by
+// the next run: it is good until then.
+func (p *predictor) run(s Setting) (*sim.Result, *sim.Replayer, error) {
+	r, ok := p.replays[s.Threads]
+	if !ok {
+		opt := p.opt
+		opt.Parallelism = s.Threads
+		var err error
+		if r, err = sim.NewReplayer(p.tr, opt); err != nil {
+			return nil, nil, err
+		}
+		p.replays[s.Threads] = r
+	}
+	res, err := sim.Run(sim.Config{Era: p.era, CPUs: p.cpus, Limits: s.Limits, Seed: p.seed, Samples: p.samples, QuietIdle: true}, r.Threads())
 	if err != nil {
-		return nil, fmt.Errorf("simulate %s: %w", s, err)
+		return nil, nil, fmt.Errorf("simulate %s: %w", s, err)
 	}
 	p.runs++
-	tr := sim.NewTrace(sim.TraceInfo{Spec: trace.Spec{Workload: "replay"}, Limits: s.Limits}, res)
-	tr.Spec.Simulated.Replay = rec
-	return tr, nil
+	p.samples = res.Samples
+	return res, r, nil
 }

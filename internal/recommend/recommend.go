@@ -123,8 +123,9 @@ type Model struct {
 	DemandFrom      string  `json:"demand_from"`
 	Parallelism     int     `json:"parallelism"`
 	ParallelismFrom string  `json:"parallelism_from"`
-	// DemandCPUs is the replay's demand averaged over the trace, in
-	// CPUs; UsedCPUs what the trace used.
+	// DemandCPUs is the replay's demand averaged over its timeline (the
+	// trace's, less the stalls the closed method cut out), in CPUs;
+	// UsedCPUs what the trace used over the trace.
 	DemandCPUs float64 `json:"demand_cpus"`
 	UsedCPUs   float64 `json:"used_cpus"`
 	// ThrottledPeriods of the trace: its demand there is censored (a
@@ -293,8 +294,10 @@ func newRun(in Input, opt Options) (*run, error) {
 			Periods: len(tr.Periods)},
 	}
 	if span := tr.Periods[len(tr.Periods)-1].EndNs - tr.Periods[0].StartNs; span > 0 {
-		g.Model.DemandCPUs = float64(rec.DemandNs) / float64(span)
 		g.Model.UsedCPUs = float64(rec.UsageNs) / float64(span)
+	}
+	if rec.SpanNs > 0 {
+		g.Model.DemandCPUs = float64(rec.DemandNs) / float64(rec.SpanNs)
 	}
 	for _, pd := range tr.Periods {
 		if pd.Throttled {
@@ -309,30 +312,103 @@ func newRun(in Input, opt Options) (*run, error) {
 }
 
 // demandOf is the replay's method for a trace: its workload's, when its
-// flags say (sim.TraceDemand: "params"); else, for a command or a
-// recorded group, which replay takes for a service (open), what its
-// throttled stretches show. A stretch that ended, the group running
-// unthrottled again, did all its work: what it used is its work, only
-// delayed (closed; open would count the work it caught up with twice).
-// A stretch that lasted to the end of the trace never caught up: the
-// group would have run all along (timed). The trace's last period does
-// not count: the end of the run or the recording cuts it short (a
-// command throttled until it exits is not throttled in the part of a
-// period it lived). Without throttling every method replays the usage
-// as it was (open).
+// flags say, or a synthetic trace's (sim.TraceDemand); else, for a
+// command or a recorded group, which replay takes for a service (open),
+// what its throttled stretches (runs of throttled periods) show:
+//
+//   - A stretch caught up when the group, let go at the refill after it,
+//     ran on in an unthrottled period (caughtUp): it did then the work
+//     the stalls had delayed. When most of the stretches that ended did,
+//     what it used is its work, only delayed (closed; open would count
+//     the work it caught up with twice).
+//   - A stretch after which the group hardly ran did not catch up: the
+//     work of its stalls was not done later, it was lost (a loop that
+//     runs for a time, a deadline that passed while it stood still).
+//     And a stretch that lasted to the end of the trace, longer than
+//     every one that ended, never caught up: the group would have run
+//     all along. Either is timed: each period wanted its usage and the
+//     work it missed (trace.Period.Demand), as the exporter counts it.
+//   - A stretch still going at the end (its last or last but one period
+//     throttled: the end cuts the last one short) but no longer than one
+//     that ended is the end's doing (a burst under a tight limit,
+//     recorded in the middle of one): the stretches that ended decide.
+//
+// Without throttling every method replays the usage as it was (open).
 func demandOf(tr *trace.Trace) (sim.Demand, string) {
-	if d, from := sim.TraceDemand(tr.Spec); from == "params" {
+	if d, from := sim.TraceDemand(tr.Spec); from != "default" {
 		return d, from
 	}
 	ps := tr.Periods
-	switch {
-	case len(ps) > 0 && ps[len(ps)-1].Throttled, len(ps) > 1 && ps[len(ps)-2].Throttled:
-		return sim.DemandTimed, "a throttled stretch lasted to the trace's end"
-	case slices.ContainsFunc(ps, func(p trace.Period) bool { return p.Throttled }):
-		return sim.DemandClosed, "every throttled stretch ended"
+	// The throttled stretches, as [first, end) indices of periods; the
+	// last one may be cut by the trace's end.
+	var runs [][2]int
+	for i, p := range ps {
+		switch {
+		case !p.Throttled:
+		case len(runs) > 0 && runs[len(runs)-1][1] == i:
+			runs[len(runs)-1][1]++
+		default:
+			runs = append(runs, [2]int{i, i + 1})
+		}
 	}
-	return sim.DemandOpen, "no throttled period"
+	var cut, longestEnded int // in periods
+	for i, r := range runs {
+		if i == len(runs)-1 && r[1] >= len(ps)-1 {
+			cut = r[1] - r[0]
+		} else {
+			longestEnded = max(longestEnded, r[1]-r[0])
+		}
+	}
+	if cut > longestEnded {
+		if longestEnded == 0 {
+			return sim.DemandTimed, "a throttled stretch lasted to the trace's end, and none ended"
+		}
+		return sim.DemandTimed, fmt.Sprintf("a throttled stretch lasted to the trace's end, longer than any that ended (%d periods, against %d)", cut, longestEnded)
+	}
+	quota := tr.Limits.Cgroup().Quota
+	ended, caught := 0, 0
+	n := len(ps)
+	if cut > 0 {
+		n = runs[len(runs)-1][0] // the stretch the end cut did not end
+	}
+	for i := 1; i < n; i++ {
+		if ps[i-1].Throttled && !ps[i].Throttled {
+			ended++
+			if caughtUp(ps[i-1], ps[i], quota) {
+				caught++
+			}
+		}
+	}
+	switch {
+	case ended == 0:
+		return sim.DemandOpen, "no throttled period"
+	case float64(caught) >= closedShare*float64(ended):
+		return sim.DemandClosed, fmt.Sprintf("%d of %d throttled stretches caught up after", caught, ended)
+	}
+	return sim.DemandTimed, fmt.Sprintf("%d of %d throttled stretches caught up after: the work of the others' stalls was lost", caught, ended)
 }
+
+// caughtUp says whether the period after a throttled stretch's last
+// shows the group doing the work the stretch delayed: it came right after
+// (the group did not go idle, which the trace shows as a gap) and, let go
+// at the refill, the group ran for at least CatchUpShare of the quota. A
+// loop whose deadline passed while it stood still runs for a moment (it
+// reads the clock and sleeps); a closed loop runs on until its work is
+// done, and delayed work is rarely much less than its share of a period.
+func caughtUp(last, after trace.Period, quota time.Duration) bool {
+	return quota > 0 && after.StartNs-last.EndNs < int64(last.Length()/2) && float64(after.UsageNs) >= CatchUpShare*float64(quota)
+}
+
+// closedShare is the share of the throttled stretches that must have
+// caught up for a group to be taken for a closed loop: a closed loop
+// catches up after every one (a few readings may be off), a loop that
+// runs for a time only when its deadline falls after the refill.
+const closedShare = 0.9
+
+// CatchUpShare is the share of the quota a group must use in the period
+// after a throttled stretch to be taken for catching up with the work
+// the stretch delayed.
+const CatchUpShare = 0.1
 
 // advise runs the method.
 func (r *run) advise() (*Group, error) {
@@ -352,13 +428,13 @@ func (r *run) advise() (*Group, error) {
 		g.Current.Measured = &m
 	}
 
-	quota, err := r.cheapest(KindQuota, 0)
+	quota, err := r.cheapest(KindQuota, 0, r.guess())
 	if err != nil {
 		return nil, err
 	}
 	burst := Candidate{Kind: KindBurst, Note: fmt.Sprintf("not tried: kernel era %s has no CPU burst (%s and later have it)", g.Model.Era, sim.Era5_14)}
 	if r.p.era.HasBurst() {
-		if burst, err = r.cheapest(KindBurst, 0); err != nil {
+		if burst, err = r.cheapest(KindBurst, 0, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -395,11 +471,35 @@ func (r *run) minMillicores() int64 {
 
 func (r *run) roundUp(m int64) int64 { return (m + r.step - 1) / r.step * r.step }
 
+// guess is where the search for a quota alone starts: the per-period
+// demand (trace.Period.DemandCPUs, of the periods read closely) that as
+// many periods exceed as the target lets be throttled (1 % for a stall
+// target), in millicores. It only guides the search, which the
+// simulator's predictions decide.
+func (r *run) guess() int64 {
+	allowed := r.target.MaxThrottledRatio
+	if r.target.Kind == TargetStall {
+		allowed = 0.01
+	}
+	var d []float64
+	for _, p := range r.in.Trace.Periods {
+		if !p.Blurred {
+			d = append(d, p.DemandCPUs(float64(r.g.Model.HostCPUs)))
+		}
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return int64(math.Ceil(1000 * d[min(int(float64(len(d))*(1-allowed)), len(d)-1)]))
+}
+
 // cheapest finds the fewest millicores of a kind (with a thread cap of
 // threads, 0: none) that meet the target, from the kernel's smallest
-// quota to MaxCPUs (or the cap's CPUs). When none does, the candidate is
-// the largest, with a note.
-func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
+// quota to MaxCPUs (or the cap's CPUs), searching from guess (0: the
+// whole range). When none does, the candidate is the largest, with a
+// note.
+func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
 	lo := r.minMillicores()
 	if k == KindBurst {
 		// Burst lends, it does not give: a quota below the group's
@@ -410,11 +510,7 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 		// run's own overhead, a little more demand than recorded)
 		// drains the allowance too (burst's no-burst scenario at 0.15
 		// CPUs + 15ms for 0.148 CPUs of demand: 1 of 41 periods
-		// throttled in two runs in a row). And the average is itself an
-		// estimate: replayed from a throttled recording of that
-		// scenario it came out at 0.143 CPUs where the unlimited rerun
-		// used 0.150, and at 0.15 CPUs + 15ms the reruns were throttled
-		// in 2.4 % and 4.8 % of periods. The quota is at least
+		// throttled in two runs in a row): the quota is at least
 		// burstSlack above the average.
 		floor := r.g.Model.DemandCPUs * (1 + burstSlack)
 		lo = max(lo, int64(math.Ceil(floor*1000/float64(r.step)))*r.step)
@@ -435,10 +531,8 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 	if hi < lo {
 		return Candidate{Kind: k, Note: fmt.Sprintf("not tried: its quota would be above %s", cpus(r.maxCPUs))}, nil
 	}
-	m, ok, err := search(lo, hi, r.step, func(m int64) (bool, error) {
-		p, err := r.p.predict(r.setting(k, m, threads))
-		return r.target.Met(p), err
-	})
+	meets := func(m int64) (bool, error) { return r.p.meets(r.setting(k, m, threads), r.target) }
+	m, ok, err := search(lo, hi, r.step, guess, meets)
 	if err != nil {
 		return Candidate{}, err
 	}
@@ -458,25 +552,65 @@ func (r *run) cheapest(k Kind, threads int) (Candidate, error) {
 const threadSlack = 0.05
 
 // burstSlack is how far above the group's average demand a quota with
-// burst is set, at least: the replay's error on the average (5 % seen)
-// and the host's noise (as much again), with room to spare.
-const burstSlack = 0.15
+// burst is set, at least: room for the host's noise (the same workload's
+// CPU time differs by a few percent from run to run).
+const burstSlack = 0.10
 
 // maxRetries bounds how often search looks above a point whose
 // neighbour failed.
 const maxRetries = 8
 
 // search finds the fewest millicores m in [lo, hi], in steps of step
-// from lo, for which meets(m) holds, by bisection: throttling is close
-// to monotone in the quota, but not exactly (where bursts fall in the
-// period shifts with it), so the point found is confirmed with the step
-// above it, and when that one fails the search goes on above it. ok is
-// false, with m = hi, when hi itself does not meet it.
-func search(lo, hi, step int64, meets func(m int64) (bool, error)) (m int64, ok bool, err error) {
-	if ok, err := meets(hi); err != nil || !ok {
-		return hi, false, err
+// from lo, for which meets(m) holds, by bisection: from the whole range,
+// or, given a guess inside it (0: none), from a bracket of it found by
+// steps away from it that double. Throttling is close to monotone in the
+// quota, but not exactly (where bursts fall in the period shifts with
+// it), so the point found is confirmed with the step above it, and when
+// that one fails the search goes on above it. ok is false, with m = hi,
+// when hi itself does not meet it.
+func search(lo, hi, step, guess int64, meets func(m int64) (bool, error)) (m int64, ok bool, err error) {
+	grid := func(m int64) int64 { return lo + min(max(m-lo, 0), hi-lo)/step*step }
+	fail, pass := lo-step, int64(-1) // fail: the most known (or, below lo, taken) to fail
+	g := grid(guess)
+	w := max(grid(lo+(g-lo)/8)-lo, step) // the first step away from the guess
+	if guess <= lo || guess >= hi {
+		g = hi // the whole range
 	}
-	fail, pass := lo-step, hi // fail: the most known (or, below lo, taken) to fail
+	if ok, err := meets(g); err != nil || !ok && g == hi {
+		return hi, false, err
+	} else if ok && g == hi {
+		pass = hi
+	} else if ok {
+		pass = g
+		for d := g - w; d > fail; d = pass - w {
+			if ok, err := meets(d); err != nil {
+				return 0, false, err
+			} else if !ok {
+				fail = d
+				break
+			}
+			pass, w = d, 2*w
+		}
+	} else {
+		fail = g
+		for pass < 0 {
+			u := min(fail+w, hi)
+			ok, err := meets(u)
+			switch {
+			case err != nil:
+				return 0, false, err
+			case ok:
+				pass = u
+			case u >= hi:
+				return hi, false, nil
+			default:
+				fail, w = u, 2*w
+			}
+		}
+	}
+	if pass == lo {
+		return lo, true, nil
+	}
 	for range maxRetries {
 		for pass-fail > step {
 			mid := fail + (pass-fail)/2/step*step
@@ -502,6 +636,9 @@ func search(lo, hi, step int64, meets func(m int64) (bool, error)) (m int64, ok 
 		}
 		// Not monotone here: look above the neighbour that failed.
 		fail, pass = pass+step, hi
+		if ok, err := meets(hi); err != nil || !ok {
+			return hi, false, err
+		}
 	}
 	return pass, true, nil
 }
@@ -531,7 +668,7 @@ func (r *run) threadCap(cur Setting, quota Candidate) (Candidate, error) {
 	}
 	var best Candidate
 	for _, c := range caps {
-		cand, err := r.cheapest(KindThreads, c)
+		cand, err := r.cheapest(KindThreads, c, 0)
 		if err != nil {
 			return Candidate{}, err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,17 +238,26 @@ func TestSearch(t *testing.T) {
 		// A pass at 300 whose neighbour 310 fails: not the answer.
 		{"non-monotone", func(m int64) bool { return m == 300 || m >= 500 }, 500, true},
 	}
-	for _, c := range cases {
-		m, ok, err := search(10, 2000, 10, func(m int64) (bool, error) { count++; return c.pass(m), nil })
-		if err != nil || m != c.want || ok != c.wantOK {
-			t.Errorf("%s: %d %v %v, want %d %v", c.name, m, ok, err, c.want, c.wantOK)
+	for _, guess := range []int64{0, 10, 380, 1200, 2000, 5000} {
+		for _, c := range cases {
+			count = 0
+			m, ok, err := search(10, 2000, 10, guess, func(m int64) (bool, error) { count++; return c.pass(m), nil })
+			if err != nil || m != c.want || ok != c.wantOK {
+				t.Errorf("%s from %d: %d %v %v, want %d %v", c.name, guess, m, ok, err, c.want, c.wantOK)
+			}
+			if count > 22 {
+				t.Errorf("%s from %d: %d evaluations of 200 points: not a bisection", c.name, guess, count)
+			}
 		}
 	}
-	if count > 5*20 {
-		t.Errorf("%d evaluations for 5 searches of 200 points: not a bisection", count)
+	// A guess close to the answer takes fewer evaluations than a
+	// bisection of the whole range.
+	count = 0
+	if m, _, _ := search(10, 2000, 10, 380, func(m int64) (bool, error) { count++; return m >= 370, nil }); m != 370 || count > 6 {
+		t.Errorf("from 380: %d in %d evaluations, want 370 in at most 6", m, count)
 	}
 	boom := errors.New("boom")
-	if _, _, err := search(10, 2000, 10, func(m int64) (bool, error) { return m > 1000, boom }); !errors.Is(err, boom) {
+	if _, _, err := search(10, 2000, 10, 500, func(m int64) (bool, error) { return m > 1000, boom }); !errors.Is(err, boom) {
 		t.Errorf("error %v, want boom", err)
 	}
 }
@@ -399,12 +409,34 @@ func TestDemandOfRecordings(t *testing.T) {
 	if d, _ := demandOf(tight); d != sim.DemandClosed {
 		t.Errorf("stretches that ended: %s, want closed", d)
 	}
+	// Cut in its last stretch: the end cut a stretch no longer than
+	// those that ended.
 	cut := *tight
+	cut.Periods = slices.Clone(cut.Periods)
 	for len(cut.Periods) > 0 && !cut.Periods[len(cut.Periods)-1].Throttled {
 		cut.Periods = cut.Periods[:len(cut.Periods)-1]
 	}
-	if d, _ := demandOf(&cut); d != sim.DemandTimed {
-		t.Errorf("a stretch to the end: %s, want timed", d)
+	if d, why := demandOf(&cut); d != sim.DemandClosed {
+		t.Errorf("a stretch to the end no longer than one that ended: %s (%s), want closed", d, why)
+	}
+	// Throttled from there on, for longer than any stretch that ended:
+	// it never caught up.
+	for i := 0; i < 30; i++ {
+		p := cut.Periods[len(cut.Periods)-1]
+		p.StartNs, p.EndNs = p.EndNs, 2*p.EndNs-p.StartNs
+		cut.Periods = append(cut.Periods, p)
+	}
+	if d, why := demandOf(&cut); d != sim.DemandTimed {
+		t.Errorf("a stretch to the end longer than any that ended: %s (%s), want timed", d, why)
+	}
+	// Throttled in every period: none ended.
+	all := *tight
+	all.Periods = slices.Clone(all.Periods[:5])
+	for i := range all.Periods {
+		all.Periods[i].Throttled = true
+	}
+	if d, why := demandOf(&all); d != sim.DemandTimed {
+		t.Errorf("throttled in every period: %s (%s), want timed", d, why)
 	}
 	a, err := Recommend(Input{Name: "free", Trace: free}, Options{})
 	if err != nil {

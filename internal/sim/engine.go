@@ -213,7 +213,10 @@ func newEngine(c Config, threads []Thread) *engine {
 	e.nextRegular = e.every
 	e.afterAt = never
 	e.exitAt = never
-	if c.Duration > 0 { // room for the readings of the whole run, within reason
+	switch {
+	case c.Samples != nil:
+		e.samples = c.Samples[:0]
+	case c.Duration > 0: // room for the readings of the whole run, within reason
 		e.samples = make([]trace.CounterSample, 0, min(int64(c.Duration)/e.every+2*int64(c.Duration)/period+8, 1<<20))
 	}
 	return e
@@ -300,7 +303,13 @@ func (e *engine) dispatch(s int32) {
 // armSample arms the next reading: the regular one, the one just before
 // the group's next period boundary, or the one just after the last.
 func (e *engine) armSample() {
+	if e.nextRegular <= e.now { // regular readings left out while quiet
+		e.nextRegular = (e.now/e.every + 1) * e.every
+	}
 	t := min(e.nextRegular, e.afterAt)
+	if b := &e.bw[0]; e.cfg.QuietIdle && b.quota > 0 && !b.active && e.running == 0 {
+		t = e.afterAt
+	}
 	if b := &e.bw[0]; b.quota > 0 && b.active {
 		last := e.samples[len(e.samples)-1].T
 		if before := b.next - straddle; before > last && before < t {

@@ -112,18 +112,51 @@ var ErrNoPeriods = errors.New("the trace has no periods")
 // The threads' time 0 is the start of the trace's first period. Errors
 // are the trace's (ErrNoPeriods, no period length) or the options'.
 func Replay(tr *trace.Trace, opt ReplayOptions) ([]Thread, *trace.Replay, error) {
-	d, rec, err := reconstruct(tr, opt)
+	r, err := NewReplayer(tr, opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	return d.threads(), rec, nil
+	return r.Threads(), r.Record(), nil
+}
+
+// Replayer is a trace's demand reconstructed once, as Replay does, that
+// gives new simulated threads for every run of it: the recommender
+// simulates one group's demand under many settings.
+type Replayer struct {
+	lanes [][]laneStep // read only: the runs' threads share them
+	rec   *trace.Replay
+}
+
+// NewReplayer reconstructs a trace's demand (Replay's errors).
+func NewReplayer(tr *trace.Trace, opt ReplayOptions) (*Replayer, error) {
+	d, rec, err := reconstruct(tr, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &Replayer{lanes: d.laneSteps(), rec: rec}, nil
+}
+
+// Threads are the replay's simulated threads, new ones for every run (a
+// thread keeps its place in its steps as it runs).
+func (r *Replayer) Threads() []Thread { return laneThreads(r.lanes) }
+
+// Record says how the demand was made (spec.simulated.replay): a copy.
+func (r *Replayer) Record() *trace.Replay {
+	c := *r.rec
+	return &c
 }
 
 // TraceDemand is the method a trace is replayed with by default, and who
 // chose it: a built-in workload's flags say whether it burns CPU time
-// (closed) or wall time (timed); anything else, a command or a recorded
+// (closed) or wall time (timed); a synthetic trace (Spec.Synthetic), whose
+// periods stand for a distribution of per-period demand in no real order,
+// is replayed period by period, each wanting its own demand and none of
+// it carried to another (timed); anything else, a command or a recorded
 // group, is taken for a service whose requests come on their own (open).
 func TraceDemand(spec trace.Spec) (Demand, string) {
+	if spec.Synthetic != "" {
+		return DemandTimed, "synthetic"
+	}
 	if p := spec.Params; p != nil {
 		// --burn-cpu and --on-cpu, when set, take the place of --burn
 		// and --on; parallel runs for --duration unless --events ends it.
@@ -204,32 +237,26 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	if parFrom != "stopped_cpus" && parFrom != "running_cpus" || most == 0 {
 		most = float64(par)
 	}
-	cpus := func(c float64) float64 { return min(wholeCPUs(c), most) }
+	cpus := func(c float64) float64 { return min(trace.WholeCPUs(c), most) }
 	if lanes := math.Ceil(float64(par) * scale); lanes > MaxReplayLanes {
 		return demand{}, nil, fmt.Errorf("parallelism %d × scale %v needs %v simulated threads, more than %d", par, scale, lanes, MaxReplayLanes)
 	}
 
 	d := demand{method: method, bursts: make([]burst, 0, len(ps))}
 	var backlog, cut, demanded, used time.Duration
-	for _, p := range ps {
+	for i, p := range ps {
 		used += p.usage
 		b := burst{at: p.start, work: p.usage, par: cpus(max(float64(par), p.running))}
-		// In a throttled period it ran from the period's start until it
-		// was stopped, on the CPUs the kernel stopped, and those CPUs had
-		// runnable threads for the stall: the work it missed is theirs
-		// for the stall. A period in which it kept at least busyShare of
-		// those CPUs busy while not stopped was busy all along: the time
-		// it did not run is the throttling's, not a pause, whatever part
-		// of it the kernel counted as stall.
-		var notRun time.Duration
+		// What it missed while it was not running (trace.Period.Missed:
+		// the CPUs the kernel stopped, or ran on when more, for its stall,
+		// or, busy all along, for all the time it did not run).
+		missedCPUs, notRun := tr.Periods[i].Missed(most)
 		if p.stall > 0 {
-			b.par = cpus(max(p.running, float64(p.stopped)))
-			notRun = p.stall
-			if p.running >= b.par*busyShare {
-				notRun = p.length - time.Duration(float64(p.usage)/b.par)
-			}
+			// It ran from the period's start until it was stopped, on
+			// the CPUs the kernel stopped.
+			b.par = missedCPUs
 		}
-		missed := time.Duration(b.par * float64(notRun))
+		missed := time.Duration(missedCPUs * float64(notRun))
 		switch method {
 		case DemandClosed:
 			b.at -= cut
@@ -267,6 +294,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		Source: opt.Source, Workload: tr.Spec.Workload, Limits: tr.Limits, Periods: len(tr.Periods), UsageNs: int64(used),
 		Demand: string(method), DemandFrom: from, Parallelism: par, ParallelismFrom: parFrom,
 		Scale: scale, DemandNs: int64(demanded),
+		SpanNs: int64(ps[len(ps)-1].start + ps[len(ps)-1].length - cut),
 	}
 	return d, rec, nil
 }
@@ -281,31 +309,19 @@ type period struct {
 	blurred bool
 }
 
-// readPeriods reads the periods, times from the first one's start, and
-// fills what traces written before a field existed lack: the stall from
-// the throttled time, the running CPUs from the usage.
+// readPeriods reads the periods, times from the first one's start, with
+// the stall, stopped and running CPUs as trace.Period works them out
+// (also for traces written before a field existed).
 func readPeriods(tr *trace.Trace) ([]period, error) {
 	t0 := tr.Periods[0].StartNs
 	out := make([]period, len(tr.Periods))
 	for i, tp := range tr.Periods {
-		p := period{start: time.Duration(tp.StartNs - t0), length: time.Duration(tp.EndNs - tp.StartNs),
-			usage: time.Duration(max(tp.UsageNs, 0)), stopped: tp.StoppedCPUs, blurred: tp.Blurred}
+		p := period{start: time.Duration(tp.StartNs - t0), length: tp.Length(),
+			usage: time.Duration(max(tp.UsageNs, 0)), stall: tp.Stall(), stopped: tp.Stopped(),
+			running: tp.Running(), blurred: tp.Blurred}
 		if p.length <= 0 {
 			return nil, fmt.Errorf("period %d (start_ns %d) ends at %d, not after its start", i, tp.StartNs, tp.EndNs)
 		}
-		if tp.Throttled {
-			p.stall = time.Duration(tp.StallNs)
-			if p.stall == 0 && tp.ThrottledNs > 0 {
-				p.stall = time.Duration(tp.ThrottledNs / int64(max(tp.StoppedCPUs, 1)))
-			}
-			// Keep a moment of running, so that the running CPUs stay
-			// finite.
-			p.stall = min(p.stall, p.length-p.length/100)
-			p.stopped = max(p.stopped, 1)
-		} else {
-			p.stopped = 0
-		}
-		p.running = float64(p.usage) / float64(p.length-p.stall)
 		out[i] = p
 	}
 	return out, nil
@@ -348,7 +364,7 @@ func parallelism(tr *trace.Trace, ps []period) (int, string) {
 	if stopped > 0 {
 		return bound(stopped), "stopped_cpus"
 	}
-	return bound(int(math.Ceil(wholeCPUs(running)))), "running_cpus"
+	return bound(int(math.Ceil(trace.WholeCPUs(running)))), "running_cpus"
 }
 
 // traceCPUs is the number of CPUs a trace's group could use: its
@@ -361,36 +377,25 @@ func traceCPUs(tr *trace.Trace) int {
 	return cpus
 }
 
-// busyShare is the share of the CPUs a throttled period stopped (or ran
-// on) that a group must have kept busy, while it was not stopped, to be
-// taken for busy all along. A busy group does not show all of them: the
-// kernel unthrottles it a moment after the refill, and the stall is
-// counted from when it was stopped; on the reference host (6.18) one
-// thread burning without a pause ran 0.78 to 0.99 CPUs under 0.3 CPU,
-// and one that slept 50 ms in the period 0.35.
-const busyShare = 0.5
+// threads are the lanes that replay the bursts.
+func (d demand) threads() []Thread { return laneThreads(d.laneSteps()) }
 
-// cpuSlack is how far above a whole number of CPUs a figure of running
-// CPUs is still taken for that number: a reading a little late is not
-// one more CPU.
-const cpuSlack = 0.1
-
-// wholeCPUs takes running CPUs within cpuSlack above a whole number for
-// that number.
-func wholeCPUs(cpus float64) float64 {
-	if w := math.Floor(cpus); w >= 1 && cpus-w < cpuSlack {
-		return w
+// laneThreads makes a simulated thread of each lane's steps.
+func laneThreads(lanes [][]laneStep) []Thread {
+	out := make([]Thread, len(lanes))
+	for l, steps := range lanes {
+		out[l] = Thread{Pin: -1, Behavior: &lane{steps: steps}}
 	}
-	return cpus
+	return out
 }
 
-// threads are the lanes that replay the bursts.
-func (d demand) threads() []Thread {
+// laneSteps are the steps of the lanes that replay the bursts.
+func (d demand) laneSteps() [][]laneStep {
 	n := 1 // a group that used no CPU is replayed as one idle lane
 	for _, b := range d.bursts {
 		n = max(n, b.lanes())
 	}
-	out := make([]Thread, n)
+	out := make([][]laneStep, n)
 	for l := range out {
 		var steps []laneStep
 		var end time.Duration // of the lane's previous burst, in the reconstructed time
@@ -413,7 +418,7 @@ func (d demand) threads() []Thread {
 			}
 			end = b.at + share
 		}
-		out[l] = Thread{Pin: -1, Behavior: &lane{steps: steps}}
+		out[l] = steps
 	}
 	return out
 }
@@ -558,10 +563,8 @@ func prepareReplay(p *Plan, args []string) error {
 		return fmt.Errorf("workload replay: --trace %s: %w", file, err)
 	}
 	p.spec = trace.Spec{Workload: "replay", Args: append([]string{}, args...)}
-	p.threads = d.threads
-	p.finish = func(out *trace.Trace) {
-		r := *rec
-		out.Spec.Simulated.Replay = &r
-	}
+	r := &Replayer{lanes: d.laneSteps(), rec: rec}
+	p.threads = r.Threads
+	p.finish = func(out *trace.Trace) { out.Spec.Simulated.Replay = r.Record() }
 	return nil
 }

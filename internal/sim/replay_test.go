@@ -73,7 +73,7 @@ func TestReplayTimedFillsTheStall(t *testing.T) {
 	if d.bursts[0].wall != 100*ms || d.bursts[2].wall != 10*ms {
 		t.Errorf("walls %v, %v: want the whole throttled period, and the unthrottled work at 2 CPUs", d.bursts[0].wall, d.bursts[2].wall)
 	}
-	if rec.DemandNs != int64(420*ms) || rec.UsageNs != int64(120*ms) || rec.Parallelism != 2 || rec.ParallelismFrom != "stopped_cpus" || rec.DemandFrom != "given" {
+	if rec.DemandNs != int64(420*ms) || rec.UsageNs != int64(120*ms) || rec.SpanNs != int64(300*ms) || rec.Parallelism != 2 || rec.ParallelismFrom != "stopped_cpus" || rec.DemandFrom != "given" {
 		t.Errorf("record %+v", rec)
 	}
 }
@@ -86,9 +86,14 @@ func TestReplayTimedFillsTheStall(t *testing.T) {
 // stays.
 func TestReplayClosedCutsTheStalls(t *testing.T) {
 	tr := limitedTrace(30*ms, recorded(), periodsOf([3]int64{30, 70, 1}, [3]int64{30, 20, 1}, [3]int64{24, 70, 1}, [3]int64{10, 0, 0}))
-	d, _, err := reconstruct(tr, ReplayOptions{Demand: DemandClosed})
+	d, rec, err := reconstruct(tr, ReplayOptions{Demand: DemandClosed})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The timeline is 400 ms less the 70 + 20 + 76 ms cut out, so the
+	// demand's average is its 94 ms over 234 ms, not over 400.
+	if rec.SpanNs != int64(234*ms) || rec.DemandNs != int64(94*ms) {
+		t.Errorf("span %v, demand %v: want 234ms and 94ms", time.Duration(rec.SpanNs), time.Duration(rec.DemandNs))
 	}
 	// Period 1 ran 80 ms for its 30 ms: 30 ms of work at one CPU, then
 	// a 50 ms pause before period 2's work, which runs on into period 3.
@@ -128,7 +133,7 @@ func TestReplayOpenCarriesTheBacklog(t *testing.T) {
 	// period's backlog.
 	p1 := 40 * ms
 	checkBursts(t, d.bursts, []wantBurst{{0, 100 * ms, 1}, {100 * ms, p1, 1}, {200 * ms, 90*ms - (60*ms - 20*ms + p1), 1}, {300 * ms, 20 * ms, 1}})
-	if rec.Demand != "open" || rec.DemandFrom != "default" || rec.ParallelismFrom != "stopped_cpus" {
+	if rec.Demand != "open" || rec.DemandFrom != "default" || rec.ParallelismFrom != "stopped_cpus" || rec.SpanNs != int64(400*ms) {
 		t.Errorf("record %+v: want open by default for a recorded group", rec)
 	}
 	// Open lanes' work comes at fixed times: late, it starts at once.
@@ -162,9 +167,13 @@ func TestReplayUnlimitedIsUsage(t *testing.T) {
 	}
 }
 
-// The method follows a built-in workload's flags; a trace without them is
-// a service.
+// The method follows a built-in workload's flags; a synthetic trace's
+// periods each want their own demand; a trace without either is a
+// service.
 func TestTraceDemand(t *testing.T) {
+	if got, from := TraceDemand(trace.Spec{Workload: "synthetic", Synthetic: "prometheus: ..."}); got != DemandTimed || from != "synthetic" {
+		t.Errorf("a synthetic trace: %s from %s, want timed from synthetic", got, from)
+	}
 	for _, tc := range []struct {
 		params *trace.Params
 		want   Demand

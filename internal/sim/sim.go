@@ -48,6 +48,18 @@ type Config struct {
 	// Duration stops the run then even if threads still run (0: when
 	// every thread has exited).
 	Duration time.Duration
+	// Samples, when not nil, is where the run's readings go, from its
+	// start, grown as needed: Result.Samples is it. A caller that runs
+	// many simulations gives the last Result's Samples to the next, once
+	// done with it, so that a long run's readings are not grown again
+	// each time.
+	Samples []trace.CounterSample
+	// QuietIdle leaves out the regular readings while the group is idle
+	// with its period timer stopped, when its counters cannot change: a
+	// run that is mostly idle (a group active now and then) is read at
+	// its periods only, which is all a caller of its counters and kernel
+	// periods needs. The trace's windows of idle time are longer then.
+	QuietIdle bool
 }
 
 // StepKind is what a step of a thread's program does.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -74,9 +75,9 @@ func StartDaemon(t testing.TB, name string, cmd *exec.Cmd) *Daemon {
 // error; all of it once Stop has returned.
 func (d *Daemon) Output() string { return d.out.String() }
 
-// Stop ends the daemon by its PID: SIGTERM, then SIGKILL if it has not
-// exited within StopTimeout. It reports a daemon that had exited already,
-// did not exit on SIGTERM, or exited with an error.
+// Stop ends the daemon by its PID (StopProcess, with StopTimeout). It
+// reports a daemon that had exited already, did not exit on SIGTERM, or
+// exited with an error.
 func (d *Daemon) Stop() error {
 	d.stopped = true
 	select {
@@ -84,15 +85,41 @@ func (d *Daemon) Stop() error {
 		return fmt.Errorf("it had exited already: %v", d.err)
 	default:
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-		return d.err
-	case <-time.After(StopTimeout):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-		return fmt.Errorf("no exit %v after SIGTERM: killed", StopTimeout)
+	if err := StopProcess(d.cmd.Process, d.done, StopTimeout); err != nil {
+		return err
 	}
+	return d.err
+}
+
+// StopProcess ends a process this program started, by its PID: SIGTERM,
+// then SIGKILL if exited (closed once it has been reaped) is not closed
+// within grace. It returns once the process has exited, with an error
+// when it had to be killed or did not die.
+func StopProcess(p *os.Process, exited <-chan struct{}, grace time.Duration) error {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = p.Kill()
+	select {
+	case <-exited:
+		return fmt.Errorf("pid %d did not exit within %v of SIGTERM: killed", p.Pid, grace)
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("pid %d did not exit after SIGKILL", p.Pid)
+	}
+}
+
+// Terminate is StopProcess for a started command nothing waits for yet:
+// it reaps it.
+func Terminate(cmd *exec.Cmd, grace time.Duration) error {
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return StopProcess(cmd.Process, exited, grace)
 }
 
 // WaitReady polls url until it answers 200 OK, failing the test after

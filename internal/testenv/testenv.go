@@ -1,5 +1,6 @@
-// Package testenv holds what cfsprobe's tests share: whether real cgroups
-// may be used, and a check that a test left nothing behind.
+// Package testenv holds what cfsprobe's tests (and benchmarks) share:
+// whether real cgroups may be used, a check that a test left nothing
+// behind, and the programs a test starts and stops.
 package testenv
 
 import (
@@ -7,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
@@ -72,10 +74,16 @@ func NoLeftovers(t testing.TB, l *cgroup.Layout, parent string) {
 // test starts.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+}
+
+// FreePort is a loopback TCP port nothing listens on.
+func FreePort(t testing.TB) int {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	return ln.Addr().String()
+	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -2,6 +2,23 @@ package trace
 
 import "fmt"
 
+// CounterSummary is the summary's counters of a run (its counter
+// samples, the first at its start, the last at its end, wallNs long):
+// what the kernel counted, the throttled ratio and the CPU used.
+func CounterSummary(samples []CounterSample, wallNs int64) Summary {
+	first, last := samples[0], samples[len(samples)-1]
+	s := Summary{WallNs: wallNs, UsageNs: last.UsageNs - first.UsageNs, NrPeriods: last.NrPeriods - first.NrPeriods,
+		NrThrottled: last.NrThrottled - first.NrThrottled, ThrottledNs: last.ThrottledNs - first.ThrottledNs,
+		NrBursts: last.NrBursts - first.NrBursts, BurstNs: last.BurstNs - first.BurstNs}
+	if s.NrPeriods > 0 {
+		s.ThrottledRatio = float64(s.NrThrottled) / float64(s.NrPeriods)
+	}
+	if wallNs > 0 {
+		s.CPURatio = float64(s.UsageNs) / float64(wallNs)
+	}
+	return s
+}
+
 // Finish computes the timeline, the summary and the checks of a trace
 // from its counter samples (the first at the start of the run, the last
 // at its end), wallNs long. fresh says the group ran nothing before the
@@ -9,24 +26,18 @@ import "fmt"
 // the simulator all finish their traces here, so that a period, the
 // summary's figures and the checks mean the same in each.
 func Finish(tr *Trace, samples []CounterSample, wallNs int64, fresh bool) {
-	first, last := samples[0], samples[len(samples)-1]
 	lim := tr.Limits.Cgroup()
 	tr.Periods = BuildTimeline(samples, TrackerConfig{
 		Period: lim.Period, Quota: lim.Quota, CPUs: tr.Host.CPUs, FromStart: fresh,
 	})
 	s := &tr.Summary
-	s.WallNs = wallNs
-	s.UsageNs = last.UsageNs - first.UsageNs
-	s.NrPeriods = last.NrPeriods - first.NrPeriods
-	s.NrThrottled = last.NrThrottled - first.NrThrottled
-	s.ThrottledNs = last.ThrottledNs - first.ThrottledNs
-	s.NrBursts = last.NrBursts - first.NrBursts
-	s.BurstNs = last.BurstNs - first.BurstNs
-	if s.NrPeriods > 0 {
-		s.ThrottledRatio = float64(s.NrThrottled) / float64(s.NrPeriods)
+	c := CounterSummary(samples, wallNs)
+	s.WallNs, s.UsageNs, s.NrPeriods, s.NrThrottled, s.ThrottledNs, s.NrBursts, s.BurstNs = c.WallNs, c.UsageNs, c.NrPeriods, c.NrThrottled, c.ThrottledNs, c.NrBursts, c.BurstNs
+	if c.NrPeriods > 0 {
+		s.ThrottledRatio = c.ThrottledRatio
 	}
 	if wallNs > 0 {
-		s.CPURatio = float64(s.UsageNs) / float64(wallNs)
+		s.CPURatio = c.CPURatio
 	}
 	s.TimelineThrottled = CountThrottled(tr.Periods)
 	if tr.Latency != nil {

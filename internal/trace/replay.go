@@ -31,4 +31,10 @@ type Replay struct {
 	// DemandNs is the CPU time the replay asks for, scaled: at least
 	// UsageNs × Scale, more where throttling hid demand.
 	DemandNs int64 `json:"demand_ns"`
+	// SpanNs is the length of the replayed timeline: the source's
+	// periods from the first one's start to the last one's end, less the
+	// time the closed method cut out (the group stood still and, unlimited,
+	// would have run on instead). DemandNs / SpanNs is the demand's
+	// average in CPUs.
+	SpanNs int64 `json:"span_ns"`
 }

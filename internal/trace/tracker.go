@@ -61,7 +61,8 @@ type TrackerConfig struct {
 //     start (the previous period's end), interpolated between readings,
 //     except at the end of a throttled period that the throttled time
 //     says stood still since before the last reading: there it is that
-//     reading's.
+//     reading's (also when the throttled time comes a reading late:
+//     lateStill).
 //   - nr_throttled's increase over an interval marks as many of the
 //     periods that ended in it throttled (those that used the most CPU),
 //     and the throttled time's and burst time's increases go to them.
@@ -103,6 +104,7 @@ type Tracker struct {
 	lastEnd, lastEndUsage int64
 	haveEnd               bool
 	lastEndPlaced         bool // the last boundary was placed to within endFine
+	awaitThr              bool // the last boundary's throttled period has no throttled time yet
 }
 
 // endFine is how closely a boundary must be placed for its periods to be
@@ -128,6 +130,7 @@ func NewTracker(c TrackerConfig) *Tracker {
 func (t *Tracker) Reset(emit func(Period)) {
 	t.Flush(emit)
 	t.n, t.head, t.havePhase, t.misses, t.confirms, t.haveEnd, t.debt, t.start = 0, 0, false, 0, 0, false, 0, false
+	t.awaitThr = false
 	t.arcs, t.arcNext, t.edges = t.arcs[:0], 0, t.edges[:0]
 	t.carryThr, t.carryStall, t.carryBurst = 0, 0, 0
 }
@@ -184,6 +187,10 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		t.carryThr = markLatest(t.pending, dthr)
 		last.ThrottledNs += dtt
 		last.BurstNs += dbt
+		if t.awaitThr && dtt > 0 && last.Throttled && last.EndNs == t.lastEnd {
+			t.lateStill(last)
+		}
+		t.awaitThr = t.awaitThr && dtt == 0
 		if b.T-last.EndNs > 2*t.period {
 			t.Flush(emit) // idle: nothing more will come for them
 		}
@@ -211,11 +218,7 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	uEnd := t.usageAt(end)
 	if dp == 1 && dthr > 0 {
 		us, _ := t.startUsage(end - t.period)
-		c := max(math.Round(float64(uEnd-us+dtt)/float64(t.period)), 1)
-		if t.cpus > 0 {
-			c = min(c, float64(t.cpus))
-		}
-		still := dtt > 0 && float64(dtt)/c > float64(end-a.T)
+		still := t.stillSince(uEnd-us, dtt, end-a.T)
 		if t.n >= 3 {
 			ap := t.at(t.n - 3)
 			still = still || ap.UsageNs == a.UsageNs && a.T-ap.T < t.period/2 && ap.NrPeriods == a.NrPeriods
@@ -256,6 +259,9 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		ps = append(ps, p)
 	}
 	t.lastEnd, t.lastEndUsage, t.haveEnd, t.lastEndPlaced = end, uEnd, true, placed
+	// Throttled at the boundary with no throttled time yet: it comes a
+	// reading late (lateStill).
+	t.awaitThr = dp == 1 && dthr > 0 && dtt == 0
 	dt := int(min(dthr, dp))
 	if dt > 0 {
 		// Mark the dt periods that used the most CPU (the latest of equals).
@@ -285,6 +291,44 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	t.emitPending(emit)
 	t.pending = append(t.pending[:0], ps...)
 	t.scratch = ps
+}
+
+// stillSince says whether a throttled period that used usage and has
+// the throttled time thr (summed over CPUs) stood still for longer than
+// d before its end: thr divided by the CPUs it stood still on, which are
+// about (usage + thr) / period, counted high (at least 1, at most the
+// node's).
+func (t *Tracker) stillSince(usage, thr, d int64) bool {
+	c := max(math.Round(float64(usage+thr)/float64(t.period)), 1)
+	if t.cpus > 0 {
+		c = min(c, float64(t.cpus))
+	}
+	return thr > 0 && float64(thr)/c > float64(d)
+}
+
+// lateStill revisits the usage at the last boundary, that of p, when p's
+// throttled time came in the first reading after the boundary that had
+// any (the boundary's reading counted p throttled and had none; cpu.stat is read
+// without the kernel's lock; a throttled run queue on another CPU adds
+// its throttled time when it is let go, a moment after the period timer
+// counted the period): if p stood still since before the last reading
+// before its end, nothing ran from that reading to the boundary, and the
+// usage interpolated there belongs to the next period.
+func (t *Tracker) lateStill(p *Period) {
+	for i := t.n - 1; i >= 0; i-- {
+		a := t.at(i)
+		if a.T >= p.EndNs {
+			continue
+		}
+		if a.T <= p.StartNs || !t.stillSince(p.UsageNs, p.ThrottledNs, p.EndNs-a.T) {
+			return
+		}
+		if d := t.lastEndUsage - a.UsageNs; d > 0 {
+			p.UsageNs = max(p.UsageNs-d, 0)
+			t.lastEndUsage = a.UsageNs
+		}
+		return
+	}
 }
 
 // startUsage is the usage counter at s, the start of a period: the
@@ -412,7 +456,7 @@ func (t *Tracker) learn(lo, hi int64) {
 	t.addEdges(a)
 	if t.havePhase && 2*t.confirms > phaseWindow && t.phase.w <= phaseFine && overlaps(a, t.phase, t.period) {
 		// Pinned finely, and the interval agrees: voting again would
-		// change nothing that matters (and costs a sort).
+		// change nothing that matters (and costs a vote).
 		t.misses = 0
 		return
 	}

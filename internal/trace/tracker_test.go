@@ -204,3 +204,33 @@ func TestPeriodsGapsAndResets(t *testing.T) {
 		}
 	}
 }
+
+// A throttled period's throttled time that shows up a reading after its
+// boundary (the run queue on another CPU adds it when it is let go) still
+// says the group stood still since the reading before the boundary: the
+// usage after the boundary, read with the boundary, goes to the next
+// period, not to the throttled one.
+func TestTrackerLateThrottledTime(t *testing.T) {
+	ms := int64(time.Millisecond)
+	samples := []CounterSample{
+		{T: 10 * ms},
+		{T: 20 * ms, UsageNs: 5 * ms}, // ran its 5 ms quota
+		{T: 95 * ms, UsageNs: 5 * ms}, // stands still (no reading between: the monitor reads two or three times a period) //
+		{T: 103 * ms, UsageNs: 8 * ms, NrPeriods: 1, NrThrottled: 1}, // let go at 100 ms, ran 3 ms; no throttled time yet
+		{T: 150 * ms, UsageNs: 10 * ms, NrPeriods: 1, NrThrottled: 1, ThrottledNs: 88 * ms},
+		{T: 195 * ms, UsageNs: 10 * ms, NrPeriods: 1, NrThrottled: 1, ThrottledNs: 88 * ms},
+		{T: 205 * ms, UsageNs: 12 * ms, NrPeriods: 2, NrThrottled: 1, ThrottledNs: 88 * ms},
+	}
+	ps := track(samples, 5*tms, 100*tms, 2)
+	if len(ps) != 2 {
+		t.Fatalf("%d periods, want 2: %+v", len(ps), ps)
+	}
+	if !ps[0].Throttled || ps[0].UsageNs != 5*ms || ps[0].ThrottledNs != 88*ms {
+		t.Errorf("throttled period: throttled %v, usage %v, throttled time %v; want true, 5ms, 88ms", ps[0].Throttled, time.Duration(ps[0].UsageNs), time.Duration(ps[0].ThrottledNs))
+	}
+	// 5 ms between the boundary and 195 ms, 2 more by 205 ms (its end
+	// is on the grid the first boundary's readings gave, about 100 ms on).
+	if ps[1].Throttled || ps[1].UsageNs < 5*ms || ps[1].UsageNs > 7*ms {
+		t.Errorf("next period: throttled %v, usage %v; want false, 5 to 7ms", ps[1].Throttled, time.Duration(ps[1].UsageNs))
+	}
+}

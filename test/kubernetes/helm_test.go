@@ -112,9 +112,15 @@ serviceMonitor:
 			n.helm(h, "uninstall", helmRelease, "-n", ns, "--wait")
 		}
 	}()
+	// helm's --wait holds a DaemonSet ready once desired - maxUnavailable
+	// pods are: on one node with maxUnavailable 1 that is none, so it can
+	// return before the pod has even been made. kubectl's rollout status
+	// waits until the controller has seen the DaemonSet and its pod is
+	// available.
+	n.Kubectl(t, "-n", ns, "rollout", "status", "ds/cfsprobe-exporter", "--timeout=3m")
 	installTime := time.Since(t0)
 	exp := n.onlyPod(t, ns, "app.kubernetes.io/instance="+helmRelease+",app.kubernetes.io/component=exporter")
-	t.Logf("helm install --wait: %.1f s until the exporter pod %s was Ready", installTime.Seconds(), exp.Metadata.Name)
+	t.Logf("helm install --wait, kubectl rollout status: %.1f s until the exporter pod %s was Ready", installTime.Seconds(), exp.Metadata.Name)
 	checkExporterPrivileges(t, n, exp)
 	made := n.Kubectl(t, "-n", ns, "get", "daemonset,service,serviceaccount,secret,configmap,servicemonitor,prometheusrule", "-l", "app.kubernetes.io/instance="+helmRelease, "-o", "name")
 	for _, want := range []string{"daemonset.apps/cfsprobe-exporter", "service/cfsprobe-exporter", "serviceaccount/cfsprobe-exporter", "secret/cfsprobe-exporter-web-config",

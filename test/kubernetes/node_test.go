@@ -230,7 +230,7 @@ func (n *Node) start(t testing.TB) error {
 	}
 
 	// etcd
-	etcdPort, peerPort := freePort(), freePort()
+	etcdPort, peerPort := testenv.FreePort(t), testenv.FreePort(t)
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
 	if err := n.run(t, "etcd", "etcd", "--name", "cfsprobe", "--data-dir", filepath.Join(n.Dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
@@ -343,7 +343,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 staticPodPath: %[6]s
-`, apiIP, freePort(), n.CRI, filepath.Join(n.Dir, "pod-logs"), p.Path("ca", "crt"), filepath.Join(kdir, "manifests"))
+`, apiIP, testenv.FreePort(t), n.CRI, filepath.Join(n.Dir, "pod-logs"), p.Path("ca", "crt"), filepath.Join(kdir, "manifests"))
 	if err := os.WriteFile(filepath.Join(kdir, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		return err
 	}
@@ -790,26 +790,14 @@ func (n *Node) checkNothingLeft(t testing.TB) {
 	}
 }
 
-// stop sends SIGTERM to the daemon's PID, then SIGKILL after grace.
+// stop ends the daemon by its PID (testenv.StopProcess), SIGKILL after grace.
 func (p *proc) stop(grace time.Duration) error {
 	select {
 	case <-p.done:
 		return nil
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, p.cmd.Process.Pid)
-	}
+	return testenv.StopProcess(p.cmd.Process, p.done, grace)
 }
 
 // removeContainers kills and deletes every task and container in the
@@ -958,16 +946,6 @@ func removeTree(dir string) error {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// freePort returns a TCP port that was free on loopback a moment ago.
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // repoPath returns a path of the repository from this package's directory.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 // Containerd is a running private containerd: dockerd's (Start), or one
@@ -106,7 +108,7 @@ func (c *Containerd) Ctr(t testing.TB, args ...string) string {
 // removes its directory.
 func (c *Containerd) stop(t testing.TB) {
 	t.Helper()
-	if err := stopProcess(c.cmd); err != nil {
+	if err := testenv.Terminate(c.cmd, stopTimeout); err != nil {
 		t.Errorf("stop the private containerd: %v", err)
 	}
 	if err := killShims(c.dir); err != nil {

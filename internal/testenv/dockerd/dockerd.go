@@ -404,7 +404,7 @@ func (d *Daemon) stop(t testing.TB) {
 			}
 		}
 	}
-	if err := stopProcess(d.dockerd); err != nil {
+	if err := testenv.Terminate(d.dockerd, stopTimeout); err != nil {
 		t.Errorf("stop the private dockerd: %v", err)
 	}
 	if t.Failed() {
@@ -422,25 +422,6 @@ func (d *Daemon) stop(t testing.TB) {
 	// Docker's parent group, if no other daemon uses it now.
 	for _, p := range parentGroups() {
 		_ = os.Remove(p)
-	}
-}
-
-// stopProcess sends SIGTERM, then SIGKILL if the process has not exited
-// within stopTimeout, and reaps it.
-func stopProcess(cmd *exec.Cmd) error {
-	if cmd == nil || cmd.Process == nil {
-		return nil
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(stopTimeout):
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("pid %d did not exit within %v of SIGTERM; killed", cmd.Process.Pid, stopTimeout)
 	}
 }
 

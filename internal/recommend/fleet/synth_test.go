@@ -1,0 +1,221 @@
+package fleet
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/sim"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+)
+
+// histogramOf is the histogram of values in the exporter's demand buckets.
+func histogramOf(bounds []float64, values ...float64) Histogram {
+	h := Histogram{}
+	for _, b := range append(bounds, math.Inf(1)) {
+		n := 0.0
+		for _, v := range values {
+			if v <= b {
+				n++
+			}
+		}
+		h.add(b, n)
+	}
+	for _, v := range values {
+		h.Sum += v
+	}
+	h.Count = float64(len(values))
+	return h
+}
+
+var r10 = []float64{0.01, 0.0125, 0.016, 0.02, 0.025, 0.0315, 0.04, 0.05, 0.063, 0.08, 0.1, 0.125, 0.16, 0.2, 0.25, 0.315, 0.4, 0.5, 0.63, 0.8, 1, 1.25, 1.6, 2, 2.5, 3.15, 4}
+
+func repeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// A group whose every period wants 0.7 CPU on the 2 CPUs the kernel
+// stops (it pauses: not busy all along, trace.Period.Missed), under a
+// quota of 0.5 on 2 CPUs, half its periods active: the synthetic trace's
+// periods want 0.7 CPU on average (the histogram's sum), each within
+// 0.7's bucket, each a throttled period that used the quota, half the
+// periods of its window.
+func TestSynthesizeBusyUnderTightQuota(t *testing.T) {
+	s := Series{
+		Key: Key{Cgroup: "/tight"}, Window: 1000 * time.Second, End: time.Unix(0, 0),
+		QuotaCPUs: 0.5, PeriodSeconds: 0.1, Host: trace.Host{CPUs: 2},
+		Periods: 5000, Demand: histogramOf(r10, repeat(0.7, 5000)...),
+		Stopped: histogramOf([]float64{1, 2, 3, 4}, repeat(2, 5000)...),
+	}
+	tr, mu, err := Synthesize(s, SynthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mu != nil {
+		t.Errorf("minute usage %v without minutes", mu)
+	}
+	if len(tr.Periods) != DefaultMaxPeriods {
+		t.Fatalf("%d periods, want %d", len(tr.Periods), DefaultMaxPeriods)
+	}
+	sum := 0.0
+	for i, p := range tr.Periods {
+		d := p.DemandCPUs(2)
+		if d < 0.63-1e-6 || d > 0.8+1e-6 || !p.Throttled || p.UsageNs != 50e6 || p.StoppedCPUs != 2 {
+			t.Fatalf("period %d: demand %v CPUs, throttled %v, usage %d, stopped %d; want within the bucket (0.63, 0.8], true, 50ms, 2", i, d, p.Throttled, p.UsageNs, p.StoppedCPUs)
+		}
+		sum += d
+	}
+	if mean := sum / float64(len(tr.Periods)); math.Abs(mean-0.7) > 1e-3 {
+		t.Errorf("mean demand %v CPUs, want 0.7 (the histogram's sum / count)", mean)
+	}
+	if end := tr.Periods[len(tr.Periods)-1].EndNs; end < int64(199*time.Second) || end > int64(201*time.Second) {
+		t.Errorf("the window ends at %v, want 200s (1,000 periods, half of them active)", time.Duration(end))
+	}
+}
+
+// Four threads that want 1.6 CPU in one period of ten and little in the
+// others, under a loose quota of 3 CPUs, never throttled: the large
+// periods come back at their share and spread over the window, within
+// the quota, on ceil(1.6) = 2 CPUs (what replay reads of an unthrottled
+// trace).
+func TestSynthesizeBurstsSpread(t *testing.T) {
+	var v []float64
+	for i := range 1000 {
+		if i%10 == 0 {
+			v = append(v, 1.6)
+		} else {
+			v = append(v, 0.02)
+		}
+	}
+	s := Series{Key: Key{Cgroup: "/loose"}, Window: 100 * time.Second, QuotaCPUs: 3, PeriodSeconds: 0.1,
+		Host: trace.Host{CPUs: 4}, Periods: 1000, Demand: histogramOf(r10, v...), Stopped: histogramOf([]float64{1, 2})}
+	tr, _, err := Synthesize(s, SynthOptions{MaxPeriods: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, gap, last := 0, 0, -1
+	for i, p := range tr.Periods {
+		if p.Throttled {
+			t.Fatalf("period %d throttled under a loose quota", i)
+		}
+		if p.DemandCPUs(0) > 1 {
+			big++
+			if last >= 0 {
+				gap = max(gap, i-last)
+			}
+			last = i
+		}
+	}
+	if big != 50 {
+		t.Errorf("%d large periods of 500, want 50", big)
+	}
+	if gap > 20 {
+		t.Errorf("large periods up to %d apart, want them spread (about 10)", gap)
+	}
+	if !strings.Contains(tr.Spec.Synthetic, "on 2 CPUs") {
+		t.Errorf("synthetic %q: want parallelism 2", tr.Spec.Synthetic)
+	}
+}
+
+func TestSynthesizeNoPeriods(t *testing.T) {
+	_, _, err := Synthesize(Series{Demand: histogramOf(r10)}, SynthOptions{})
+	if err != ErrNoDemand {
+		t.Errorf("err %v, want ErrNoDemand", err)
+	}
+}
+
+// The minute averages keep the quantiles they were read from.
+func TestMinuteUsageQuantiles(t *testing.T) {
+	q := map[float64]float64{0: 0.1, 0.5: 0.2, 0.9: 0.4, 0.95: 0.5, 1: 1}
+	mu := minuteUsage(q, 10080, 100)
+	if len(mu) != 100 {
+		t.Fatalf("%d values, want 100", len(mu))
+	}
+	if mu[49] > 0.2 || mu[50] < 0.2 || mu[94] > 0.5 || mu[95] < 0.5 {
+		t.Errorf("values around the median %v %v and p95 %v %v", mu[49], mu[50], mu[94], mu[95])
+	}
+	if got := minuteUsage(q, 3, 100); len(got) != 3 {
+		t.Errorf("%d values of 3 minutes", len(got))
+	}
+}
+
+// Periods at a bucket's upper bound (10 ms of work in 100 ms: 0.1 CPU,
+// the bound of (0.08, 0.1]) beside many small ones, and periods spread
+// over a bucket: the quantiles within 10 % of the values' (the mean
+// moves the values within their buckets only as far as one factor for
+// all of them does).
+func TestDemandQuantilesWithinBucket(t *testing.T) {
+	var v []float64
+	for i := range 1000 {
+		switch {
+		case i%10 == 0:
+			v = append(v, 0.1)
+		case i%10 < 4:
+			v = append(v, 0.064+0.015*float64(i%7)/6) // 0.064 to 0.079
+		default:
+			v = append(v, 0.005)
+		}
+	}
+	got := demandQuantiles(histogramOf(r10, v...), 1000)
+	sorted := append([]float64(nil), v...)
+	slices.Sort(sorted)
+	slices.Sort(got)
+	for _, q := range []float64{0.8, 0.95, 0.99} { // the median is in the first bucket, under 10 millicores
+		want, g := sorted[int(q*1000)], got[int(q*1000)]
+		t.Logf("p%g %.4f, values' %.4f", 100*q, g, want)
+		if math.Abs(g-want) > 0.1*want {
+			t.Errorf("p%g %.4f, want %.4f", 100*q, g, want)
+		}
+	}
+}
+
+// A group active in a quarter of the elapsed periods: its synthetic
+// periods lie end to end with the periods the kernel did not count as one
+// idle stretch, so that the window is as long as the real one and a
+// simulated kernel counts as many periods as the real one did (single idle
+// periods between them would each be counted: a period timer stops only a
+// period after the group went idle), which the throttled share of periods
+// is taken over.
+func TestSynthesizeIdleStretch(t *testing.T) {
+	var v []float64
+	for i := range 400 {
+		v = append(v, 0.05+0.6*float64(i%5)/4) // 0.05 to 0.65
+	}
+	s := Series{Key: Key{Cgroup: "/quarter"}, Window: 160 * time.Second, QuotaCPUs: 0.5, PeriodSeconds: 0.1,
+		Host: trace.Host{CPUs: 2, Kernel: "6.18.0"}, Periods: 400, Demand: histogramOf(r10, v...),
+		Stopped: histogramOf([]float64{1, 2}, repeat(1, 80)...)}
+	tr, _, err := Synthesize(s, SynthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := time.Duration(tr.Periods[len(tr.Periods)-1].EndNs); end != 160*time.Second {
+		t.Errorf("the window ends at %v, want 160s", end)
+	}
+	gaps := 0
+	for i := 1; i < len(tr.Periods); i++ {
+		if tr.Periods[i].StartNs != tr.Periods[i-1].EndNs {
+			gaps++
+		}
+	}
+	if gaps != 1 {
+		t.Errorf("%d gaps between the periods, want one idle stretch", gaps)
+	}
+	threads, _, err := sim.Replay(tr, sim.ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(sim.Config{Era: sim.Era6_18, CPUs: 2, Limits: tr.Limits.Cgroup(), Seed: 1}, threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sim.NewTrace(sim.TraceInfo{Spec: trace.Spec{Workload: "replay"}, Limits: tr.Limits.Cgroup()}, res)
+	if n := out.Summary.NrPeriods; n < 400 || n > 410 {
+		t.Errorf("the simulated kernel counted %d periods, want about the 400 the real one did", n)
+	}
+}
