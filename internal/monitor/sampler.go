@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,7 +53,7 @@ type Sampler struct {
 	mu     sync.Mutex
 	groups []*sampled
 	byPath map[string]*sampled
-	wake   chan struct{}
+	alarm  *alarm // while Run runs
 
 	overruns atomic.Uint64
 	buf      [statBufSize]byte // the loop's
@@ -75,11 +74,13 @@ type sampled struct {
 
 	// Focus (see Run): the grid is pinned, the next boundary is b give
 	// or take half, and the next reading is stage's; reading is the
-	// stage of the reading under way (-1: not a focused one).
+	// stage of the reading under way (-1: not a focused one); settled:
+	// the last reading of cpu.stat was the one after the last boundary.
 	pinned  bool
 	b, half int64
 	stage   int
 	reading int
+	settled bool
 }
 
 // NewSampler returns a Sampler that follows nothing yet.
@@ -87,7 +88,7 @@ func NewSampler(opts SamplerOptions) *Sampler {
 	if opts.Errors == nil {
 		opts.Errors = NewReadErrors()
 	}
-	return &Sampler{opts: opts, byPath: map[string]*sampled{}, wake: make(chan struct{}, 1)}
+	return &Sampler{opts: opts, byPath: map[string]*sampled{}}
 }
 
 // Follow makes the Sampler follow the first MaxGroups of the targets
@@ -142,9 +143,13 @@ func (s *Sampler) Follow(targets []Target) {
 		g.files.close()
 	}
 	s.groups, s.byPath = groups, byPath
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	s.ring() // read the new groups now
+}
+
+// ring makes Run's next pass start at once (s.mu held).
+func (s *Sampler) ring() {
+	if s.alarm != nil {
+		s.alarm.set(0)
 	}
 }
 
@@ -183,9 +188,11 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 //   - a group whose period boundaries are not pinned down yet: every
 //     pass;
 //   - a group whose boundaries are pinned (trace.Tracker.Grid): in the
-//     last pass before each boundary and the first after it, and, when
-//     the group was throttled lately, in the first pass after half-way:
-//     two or three readings per period instead of ten (focus);
+//     last pass before each boundary and the first after it (postDelay
+//     or more after it), and, when the group was throttled lately, in
+//     the first pass after half-way: two or three readings per period
+//     instead of ten (focus), of which on v1 only the one after the
+//     boundary reads cpu.stat (usageOnly);
 //   - a quiet group (no period counted lately) whose boundaries are
 //     pinned: in the last pass before each boundary (its usage alone)
 //     and the first after it (its cpu.stat alone, and everything when
@@ -199,18 +206,23 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 //     after it is due while other groups run, in a pass of its own only
 //     when all are quiet.
 //
-// Waking up costs more than a read, so all groups share the passes.
+// Waking up costs more than a read, so all groups share the passes, and
+// Run waits for the next one on an alarm that costs the least to wake
+// from (see alarm).
 func (s *Sampler) Run(ctx context.Context) {
-	// A thread of its own: the runtime then wakes that thread directly
-	// instead of handing the goroutine between threads (a fifth less
-	// CPU, measured).
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	if !s.startAlarm(ctx) {
+		return
+	}
 	defer s.close()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.ring()
+	})
+	defer stop()
 	gap := int64(100 * time.Millisecond)
 	for {
+		s.mu.Lock()
 		started := s.now()
 		next, interval := s.pass(started, gap)
 		planned := next
@@ -222,16 +234,35 @@ func (s *Sampler) Run(ctx context.Context) {
 			planned = started + gap
 		}
 		planned = max(planned, started+int64(minPassGap))
-		timer.Reset(time.Duration(planned - s.now()))
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.wake:
-			continue // new groups: read them now
-		case <-timer.C:
+		// Set under the lock: Follow (ring) comes before the pass or
+		// after this.
+		s.alarm.set(time.Duration(planned - s.now()))
+		s.mu.Unlock()
+		if err := s.alarm.wait(); err != nil || ctx.Err() != nil {
+			return // (a timerfd's read does not fail)
 		}
 		if interval > 0 && s.now()-planned > interval {
 			s.overruns.Add(1)
+		}
+	}
+}
+
+// startAlarm makes Run's alarm, trying again every second while it
+// cannot be made (the process is out of descriptors); false when ctx
+// was done first.
+func (s *Sampler) startAlarm(ctx context.Context) bool {
+	for {
+		a, err := newAlarm()
+		if err == nil {
+			s.mu.Lock()
+			s.alarm = a
+			s.mu.Unlock()
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
 		}
 	}
 }
@@ -242,11 +273,10 @@ const (
 )
 
 // pass reads the groups that want a reading at now, the next pass being
-// about gap later. It returns when the next quiet group is due, and the
-// interval of the passes the others need (0 when all are quiet).
+// about gap later (s.mu held). It returns when the next quiet group is
+// due, and the interval of the passes the others need (0 when all are
+// quiet).
 func (s *Sampler) pass(now, gap int64) (next, interval int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	next = now + int64(maxIdleWait)
 	kept := s.groups[:0]
 	for _, g := range s.groups {
@@ -302,13 +332,20 @@ func (g *sampled) wants(now, gap int64) bool {
 			return true
 		}
 	case stagePost:
-		if now > g.b+g.half {
+		if now > g.b+max(g.half, postDelay) {
 			g.reading = stagePost
 			return true
 		}
 	}
 	return false
 }
+
+// postDelay is the least time from a boundary to the reading after it:
+// by then the throttled time of the run queues that other CPUs let go
+// at the boundary (by IPI, kernel/sched/fair.c: unthrottle_cfs_rq_async)
+// has been counted, so the reading before the next boundary need not
+// read cpu.stat for it (usageOnly).
+const postDelay = 2 * int64(time.Millisecond)
 
 // The readings of a focused group around its next boundary b.
 const (
@@ -348,16 +385,18 @@ func (s *Sampler) sample(g *sampled) error {
 		file string
 		err  error
 	)
-	if g.reading == stageMid && g.files.version == 1 && g.haveLast {
-		// Half-way between boundaries cpu.stat has nothing new: nr_periods
-		// and nr_throttled move at boundaries, throttled time when the
-		// group is let go at one. The usage alone, one read.
-		t0 := s.now()
+	if t0 := s.now(); g.usageOnly(t0) {
+		// cpu.stat has nothing new: the usage alone, one read.
 		st = g.last
 		st.UsageNs, err = g.files.readUsage(s.buf[:])
-		t, file = t0+(s.now()-t0)/2, "cpuacct.usage"
+		t1 := s.now()
+		t, file = t0+(t1-t0)/2, "cpuacct.usage"
+		if err == nil && g.reading == stagePre && t1 >= g.b-g.half {
+			st, t, file, err = s.readStamped(g) // too late: the boundary may have come
+		}
 	} else {
 		st, t, file, err = s.readStamped(g)
+		g.settled = g.reading == stagePost
 	}
 	if err != nil {
 		if !IsGone(err) {
@@ -396,6 +435,31 @@ func (s *Sampler) sample(g *sampled) error {
 	g.due = t + period/10
 	g.focus(t, period)
 	return nil
+}
+
+// usageOnly says whether the reading of a running group at t can be of
+// its usage alone (v1, where the usage has a file of its own), leaving
+// cpu.stat out. nr_periods, nr_throttled and the burst counters move at
+// boundaries (the period timer); the throttled time when a throttled run
+// queue is let go (kernel/sched/fair.c: unthrottle_cfs_rq): at a boundary
+// or within postDelay of it (a remote CPU's, by IPI), or when quota comes
+// back mid-period (distributed from what other CPUs gave back). So the
+// half-way reading leaves it out, and so does the one before a boundary
+// that follows the reading after the last one, while the boundary cannot
+// have come yet (its place on the grid less the grid's uncertainty and the
+// longest a reading may take): what either leaves out is read after the
+// boundary, and goes to the period that boundary ends.
+func (g *sampled) usageOnly(t int64) bool {
+	if g.files.version != 1 || !g.haveLast {
+		return false
+	}
+	switch g.reading {
+	case stageMid:
+		return true
+	case stagePre:
+		return g.settled && t+maxReadSpan < g.b-g.half
+	}
+	return false
 }
 
 // emitter hands a group's periods to its histograms and to
@@ -539,4 +603,8 @@ func (s *Sampler) close() {
 		g.files.close()
 	}
 	s.groups, s.byPath = nil, map[string]*sampled{}
+	if s.alarm != nil {
+		s.alarm.close()
+		s.alarm = nil
+	}
 }

@@ -131,7 +131,7 @@ func (t *Tracker) Reset(emit func(Period)) {
 	t.Flush(emit)
 	t.n, t.head, t.havePhase, t.misses, t.confirms, t.haveEnd, t.debt, t.start = 0, 0, false, 0, 0, false, 0, false
 	t.awaitThr = false
-	t.arcs, t.arcNext = t.arcs[:0], 0
+	t.arcs, t.arcNext, t.edges = t.arcs[:0], 0, t.edges[:0]
 	t.carryThr, t.carryStall, t.carryBurst = 0, 0, 0
 }
 
@@ -449,12 +449,14 @@ func (t *Tracker) learn(lo, hi int64) {
 	if len(t.arcs) < phaseWindow {
 		t.arcs = append(t.arcs, a)
 	} else {
+		t.dropEdges(t.arcs[t.arcNext])
 		t.arcs[t.arcNext] = a
 		t.arcNext = (t.arcNext + 1) % phaseWindow
 	}
+	t.addEdges(a)
 	if t.havePhase && 2*t.confirms > phaseWindow && t.phase.w <= phaseFine && overlaps(a, t.phase, t.period) {
 		// Pinned finely, and the interval agrees: voting again would
-		// change nothing that matters (and costs a sort).
+		// change nothing that matters (and costs a vote).
 		t.misses = 0
 		return
 	}
@@ -477,7 +479,9 @@ func (t *Tracker) learn(lo, hi int64) {
 		if len(t.arcs) < phaseWindow {
 			last = t.arcs[len(t.arcs)-2]
 		}
-		t.arcs, t.arcNext = append(t.arcs[:0], last, a), 0
+		t.arcs, t.arcNext, t.edges = append(t.arcs[:0], last, a), 0, t.edges[:0]
+		t.addEdges(last)
+		t.addEdges(a)
 		t.phase, t.confirms, t.havePhase = t.majority()
 		t.misses = 0
 	}
@@ -494,17 +498,13 @@ const phaseWindow = 32
 // majority finds the longest stretch of the circle covered by the most of
 // t.arcs, and how many cover it; false when they are not more than half.
 func (t *Tracker) majority() (arc, int, bool) {
-	edges := t.edges[:0]
+	edges := t.edges
 	cover := 0
 	for _, a := range t.arcs {
-		end := mod(a.lo+a.w, t.period)
-		edges = append(edges, edge{a.lo, +1}, edge{end, -1})
-		if end < a.lo {
+		if mod(a.lo+a.w, t.period) < a.lo {
 			cover++ // the arc wraps through 0
 		}
 	}
-	slices.SortFunc(edges, func(x, y edge) int { return cmp.Compare(x.x, y.x) })
-	t.edges = edges
 	// The stretches between consecutive edge positions and how many arcs
 	// cover each; the last one wraps round to the first position.
 	st := t.stretches[:0]
@@ -557,6 +557,32 @@ type edge struct {
 	x int64 // position on the circle, in [0, period)
 	d int   // +1 where an arc (x, ...] starts, -1 where one ends
 }
+
+// edges are where arc a starts and ends on the circle of length p.
+func (a arc) edges(p int64) [2]edge { return [2]edge{{a.lo, +1}, {mod(a.lo+a.w, p), -1}} }
+
+// addEdges and dropEdges keep t.edges, the edges of t.arcs in the order
+// of their positions, as an arc comes and goes: the vote (majority) then
+// needs no sort, and learn runs at every boundary of every group the
+// sampler follows.
+func (t *Tracker) addEdges(a arc) {
+	for _, e := range a.edges(t.period) {
+		i, _ := slices.BinarySearchFunc(t.edges, e.x, edgeAt)
+		t.edges = slices.Insert(t.edges, i, e)
+	}
+}
+
+func (t *Tracker) dropEdges(a arc) {
+	for _, e := range a.edges(t.period) {
+		i, _ := slices.BinarySearchFunc(t.edges, e.x, edgeAt)
+		for t.edges[i] != e { // among the edges at e.x
+			i++
+		}
+		t.edges = slices.Delete(t.edges, i, i+1)
+	}
+}
+
+func edgeAt(e edge, x int64) int { return cmp.Compare(e.x, x) }
 
 // stretch is a part of the circle between two arcs' edges.
 type stretch struct {
