@@ -529,14 +529,7 @@ func TestUsageUnknown(t *testing.T) {
 // succeeded and as long as the last one did; /metrics speaks OpenMetrics
 // when asked.
 func TestEndpoints(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtures, "container-v2"))); err != nil {
-		t.Fatal(err)
-	}
-	r, err := monitor.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, r := fixtureCopy(t, "container-v2")
 	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test"})
 	t.Cleanup(e.scanner.Close)
 	h := e.Handler()
@@ -743,17 +736,25 @@ func TestNamesErrorsLogged(t *testing.T) {
 	}
 }
 
-// More groups with a limit than the sampler may follow is logged once,
-// and its end once.
-func TestSamplerFullLogged(t *testing.T) {
+// fixtureCopy copies the fixture tree name to a directory the test may
+// change, and opens it as a cgroup root.
+func fixtureCopy(t *testing.T, name string) (string, *monitor.Root) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtures, "docker-v2"))); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtures, name))); err != nil {
 		t.Fatal(err)
 	}
 	r, err := monitor.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, r
+}
+
+// More groups with a limit than the sampler may follow is logged once,
+// and its end once.
+func TestSamplerFullLogged(t *testing.T) {
+	dir, r := fixtureCopy(t, "docker-v2")
 	var buf bytes.Buffer
 	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true,
 		SamplerMaxGroups: 1, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
