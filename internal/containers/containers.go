@@ -10,8 +10,11 @@
 // and answers from memory, listing again when asked about an ID it does
 // not know, at most once every MinRefresh: a scrape of the exporter or a
 // refresh of top makes no call to a runtime when nothing has changed, and
-// one call per MinRefresh at most when something has. A source that does
-// not answer is passed over silently: its groups keep their path identity.
+// one call per MinRefresh at most when something has. An ID that a
+// listing made after it was first asked about did not know (a container
+// of a runtime no source speaks to) asks for a listing once per
+// MissedRefresh only. A source that does not answer is passed over
+// silently: its groups keep their path identity.
 package containers
 
 import (
@@ -54,14 +57,19 @@ type Options struct {
 	// MinRefresh is the least time between two listings made because an
 	// ID was not known (default DefaultMinRefresh).
 	MinRefresh time.Duration
+	// MissedRefresh is the least time between two listings made because
+	// of an ID that a listing made after it was first asked about did
+	// not know (default DefaultMissedRefresh).
+	MissedRefresh time.Duration
 	// Timeout bounds one listing of one source (default DefaultTimeout).
 	Timeout time.Duration
 }
 
 // Defaults of Options.
 const (
-	DefaultMinRefresh = 5 * time.Second
-	DefaultTimeout    = 2 * time.Second
+	DefaultMinRefresh    = 5 * time.Second
+	DefaultMissedRefresh = time.Minute
+	DefaultTimeout       = 2 * time.Second
 )
 
 // Resolver answers what the sources call a group, from what they listed
@@ -78,6 +86,16 @@ type Resolver struct {
 	last       time.Time              // when the last listing started
 	refreshing bool
 	errs       map[string]error // the last listing's error by source
+	// unknown are the IDs asked about and not known (a container ID, or
+	// "pod:" and a pod UID).
+	unknown map[string]*miss
+}
+
+// miss is an ID asked about that no listing knew.
+type miss struct {
+	asked  time.Time // first asked about
+	missed time.Time // when a listing that started after asked did not know it (zero: none yet)
+	seen   time.Time // last asked about
 }
 
 // NewResolver returns a Resolver of the sources; none: it knows nothing
@@ -86,10 +104,13 @@ func NewResolver(sources []Source, opts Options) *Resolver {
 	if opts.MinRefresh <= 0 {
 		opts.MinRefresh = DefaultMinRefresh
 	}
+	if opts.MissedRefresh <= 0 {
+		opts.MissedRefresh = DefaultMissedRefresh
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Resolver{sources: sources, opts: opts, now: time.Now, byID: map[string]trace.Names{}, byPod: map[string]trace.Names{}, errs: map[string]error{}}
+	return &Resolver{sources: sources, opts: opts, now: time.Now, byID: map[string]trace.Names{}, byPod: map[string]trace.Names{}, errs: map[string]error{}, unknown: map[string]*miss{}}
 }
 
 // Refresh lists every source now and waits for them. What a source that
@@ -101,12 +122,14 @@ func (r *Resolver) Refresh(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	r.last = r.now()
+	started := r.last
 	r.mu.Unlock()
-	return r.list(ctx)
+	return r.list(ctx, started)
 }
 
-// list lists every source, concurrently, and replaces what is known.
-func (r *Resolver) list(ctx context.Context) error {
+// list lists every source, concurrently, and replaces what is known;
+// the listing started at started.
+func (r *Resolver) list(ctx context.Context, started time.Time) error {
 	type result struct {
 		entries []Entry
 		err     error
@@ -147,6 +170,7 @@ func (r *Resolver) list(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	r.byID, r.byPod, r.entries, r.errs = byID, byPod, entries, errOf
+	r.noteMisses(started, len(errs) > 0)
 	r.mu.Unlock()
 	return errors.Join(errs...)
 }
@@ -154,15 +178,18 @@ func (r *Resolver) list(ctx context.Context) error {
 // Names returns what the runtimes call the group of id: its container's
 // names, or its pod's for a pod's own group. It answers from memory; when
 // the group has a container ID or pod UID that is not known, it starts a
-// listing in the background (at most one per MinRefresh), whose answer
-// the next call sees. ok is false when nothing is known.
+// listing in the background (at most one per MinRefresh, and per
+// MissedRefresh for an ID a listing already missed), whose answer the
+// next call sees. ok is false when nothing is known.
 func (r *Resolver) Names(id monitor.Identity) (names trace.Names, ok bool) {
 	if id.ContainerID == "" && id.PodUID == "" || len(r.sources) == 0 {
 		return trace.Names{}, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	key := "pod:" + id.PodUID
 	if id.ContainerID != "" {
+		key = id.ContainerID
 		names, ok = r.byID[id.ContainerID]
 		if !ok && id.PodUID != "" {
 			// A container the listing has not seen yet, in a pod it
@@ -172,16 +199,55 @@ func (r *Resolver) Names(id monitor.Identity) (names trace.Names, ok bool) {
 	} else {
 		names, ok = r.byPod[id.PodUID]
 	}
-	if !ok && !r.refreshing && r.now().Sub(r.last) >= r.opts.MinRefresh {
+	if !ok && r.wantListing(key) {
 		r.refreshing, r.last = true, r.now()
-		go func() {
-			_ = r.list(context.Background())
+		go func(started time.Time) {
+			_ = r.list(context.Background(), started)
 			r.mu.Lock()
 			r.refreshing = false
 			r.mu.Unlock()
-		}()
+		}(r.last)
 	}
 	return names, ok || !names.IsZero()
+}
+
+// wantListing notes that the ID key was asked about and not known, and
+// says whether to list for it now (r.mu held).
+func (r *Resolver) wantListing(key string) bool {
+	now := r.now()
+	m := r.unknown[key]
+	if m == nil {
+		m = &miss{asked: now}
+		r.unknown[key] = m
+	}
+	m.seen = now
+	if r.refreshing || now.Sub(r.last) < r.opts.MinRefresh {
+		return false
+	}
+	return m.missed.IsZero() || now.Sub(m.missed) >= r.opts.MissedRefresh
+}
+
+// noteMisses updates the unknown IDs after a listing that started at
+// started (r.mu held): an ID it knows is forgotten; one asked about
+// before it started and still unknown is missed, unless a source failed
+// (it may be that source's); one not asked about for MissedRefresh is
+// forgotten (its group is gone, most likely).
+func (r *Resolver) noteMisses(started time.Time, failed bool) {
+	now := r.now()
+	for key, m := range r.unknown {
+		var known bool
+		if uid, ok := strings.CutPrefix(key, "pod:"); ok {
+			_, known = r.byPod[uid]
+		} else {
+			_, known = r.byID[key]
+		}
+		switch {
+		case known, now.Sub(m.seen) >= r.opts.MissedRefresh:
+			delete(r.unknown, key)
+		case !failed && !m.asked.After(started):
+			m.missed = now
+		}
+	}
 }
 
 // Errors are the errors of the sources that failed in the last listing,

@@ -373,3 +373,89 @@ func TestSources(t *testing.T) {
 		t.Error("Sources(ssh://) gave no error")
 	}
 }
+
+// An ID that a listing made after it was asked about did not know asks
+// for a listing once per MissedRefresh, not once per MinRefresh; while a
+// source fails, it is not taken for missed. Once it is named, or not
+// asked about for MissedRefresh, it is forgotten.
+func TestResolverMissedIDs(t *testing.T) {
+	web := Entry{ContainerID: webID, Names: trace.Names{ContainerName: "web", Image: "nginx:1.25"}}
+	src := &fakeSource{entries: []Entry{web}}
+	now := time.Unix(1000, 0)
+	var mu sync.Mutex
+	r := NewResolver([]Source{src}, Options{MinRefresh: 10 * time.Second, MissedRefresh: time.Minute})
+	r.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	// ask asks about id and waits for the listing it started, if any: the
+	// listings made.
+	ask := func(id monitor.Identity) int {
+		t.Helper()
+		before := src.count()
+		r.Names(id)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			r.mu.Lock()
+			busy := r.refreshing
+			r.mu.Unlock()
+			if !busy {
+				return src.count() - before
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the listing never ended")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	foreign := monitor.Identify("/docker/" + strings.Repeat("f", 64))
+	if n := ask(foreign); n != 1 {
+		t.Fatalf("the first lookup of an unknown container made %d listings, want 1", n)
+	}
+	// Missed: asked every 11 s for 55 s, no listing.
+	for i := range 5 {
+		advance(11 * time.Second)
+		if n := ask(foreign); n != 0 {
+			t.Errorf("lookup %d, %ds after the listing that missed it: %d listings, want none", i+2, 11*(i+1), n)
+		}
+	}
+	advance(11 * time.Second) // 66 s after the miss
+	if n := ask(foreign); n != 1 {
+		t.Errorf("a lookup MissedRefresh after the miss made %d listings, want 1", n)
+	}
+	// Another unknown ID still lists after MinRefresh.
+	advance(11 * time.Second)
+	other := monitor.Identify("/docker/" + strings.Repeat("e", 64))
+	if n := ask(other); n != 1 {
+		t.Errorf("a new unknown container made %d listings, want 1", n)
+	}
+	// A failing source misses nothing: its container is asked for again
+	// after MinRefresh.
+	src.set(nil, errors.New("connection refused"))
+	advance(11 * time.Second)
+	late := monitor.Identify("/docker/" + strings.Repeat("d", 64))
+	if n := ask(late); n != 1 {
+		t.Fatalf("%d listings, want 1", n)
+	}
+	src.set([]Entry{web, {ContainerID: strings.Repeat("d", 64), Names: trace.Names{ContainerName: "late"}}}, nil)
+	advance(11 * time.Second)
+	if n := ask(late); n != 1 {
+		t.Errorf("a container asked about while its runtime failed: %d listings MinRefresh later, want 1", n)
+	}
+	if n, ok := r.Names(late); !ok || n.ContainerName != "late" {
+		t.Errorf("Names(late) = %+v, %v", n, ok)
+	}
+	r.mu.Lock()
+	_, kept := r.unknown[strings.Repeat("d", 64)]
+	r.mu.Unlock()
+	if kept {
+		t.Error("a named container is still among the unknown")
+	}
+	// Not asked about for MissedRefresh: forgotten at the next listing.
+	advance(2 * time.Minute)
+	ask(other)
+	r.mu.Lock()
+	_, kept = r.unknown[strings.Repeat("f", 64)]
+	r.mu.Unlock()
+	if kept {
+		t.Error("an unknown container not asked about for MissedRefresh is still remembered")
+	}
+}
