@@ -702,6 +702,24 @@ func TestNames(t *testing.T) {
 	lint(t, e)
 }
 
+// loggedExporter is an exporter of opts (with a test host and version, no
+// runtime metrics) whose log goes to the buffer returned, and a function
+// that walks its tree.
+func loggedExporter(t *testing.T, opts Options) (*bytes.Buffer, func()) {
+	t.Helper()
+	var buf bytes.Buffer
+	opts.Host, opts.Version, opts.GoVersion, opts.NoRuntimeMetrics = testHost(opts.Root), "v0-test", "go-test", true
+	opts.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	e := newPedantic(opts)
+	t.Cleanup(e.scanner.Close)
+	return &buf, func() {
+		t.Helper()
+		if err := e.Rescan(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A runtime that stops answering is logged once, and again when it
 // answers; nothing is logged per scan meanwhile.
 func TestNamesErrorsLogged(t *testing.T) {
@@ -709,17 +727,8 @@ func TestNamesErrorsLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
 	namer := &fakeNamer{byID: map[string]trace.Names{}, lookups: map[string]int{}}
-	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true,
-		Logger: slog.New(slog.NewTextHandler(&buf, nil)), Names: namer})
-	t.Cleanup(e.scanner.Close)
-	rescan := func() {
-		t.Helper()
-		if err := e.Rescan(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	buf, rescan := loggedExporter(t, Options{Root: r, Names: namer})
 	rescan()
 	namer.errs = []error{errors.New("docker unix:///var/run/docker.sock: connection refused")}
 	rescan()
@@ -755,16 +764,7 @@ func fixtureCopy(t *testing.T, name string) (string, *monitor.Root) {
 // and its end once.
 func TestSamplerFullLogged(t *testing.T) {
 	dir, r := fixtureCopy(t, "docker-v2")
-	var buf bytes.Buffer
-	e := newPedantic(Options{Root: r, Host: testHost(r), Version: "v0-test", GoVersion: "go-test", NoRuntimeMetrics: true,
-		SamplerMaxGroups: 1, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
-	t.Cleanup(e.scanner.Close)
-	rescan := func() {
-		t.Helper()
-		if err := e.Rescan(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	buf, rescan := loggedExporter(t, Options{Root: r, SamplerMaxGroups: 1})
 	rescan()
 	rescan()
 	if n := strings.Count(buf.String(), "raise --sampler-max-groups"); n != 1 || !strings.Contains(buf.String(), "limited=2") {
