@@ -259,7 +259,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		missed := time.Duration(missedCPUs * float64(notRun))
 		switch method {
 		case DemandClosed:
-			b.at -= cut
+			b.at += closedOffset(ps, i, b.work, b.par, notRun) - cut
 			cut += notRun
 		case DemandOpen:
 			served := min(backlog, b.work)
@@ -299,6 +299,35 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	return d, rec, nil
 }
 
+// closedOffset is where in period i a closed group's work (work on par
+// CPUs) ran, as far as the trace tells; the run with the stalls cut out
+// keeps that place, so work that ran on across a period's end stays one
+// piece, which a simulated period, wherever its start falls, can see
+// whole (a 30 ms burst that a period's end cut into 12 and 18 ms, or a
+// 20 ms quota into 20 and 10, is a 30 ms burst):
+//
+//   - A period after a throttled one, or after one busy at its end
+//     (trace.Period.EndBusy), ran from its start: the refill let it go,
+//     or its work ran on into it.
+//   - Else a throttled period ran until it was stopped: its work ends
+//     where the time it did not run begins (notRun).
+//   - Else a period busy at its end ran until its end.
+//   - Else it ran from its start.
+func closedOffset(ps []period, i int, work time.Duration, par float64, notRun time.Duration) time.Duration {
+	p := ps[i]
+	if par <= 0 || i > 0 && (ps[i-1].stall > 0 || ps[i-1].endBusy) {
+		return 0
+	}
+	wall := time.Duration(float64(work) / par)
+	switch {
+	case p.stall > 0:
+		return max(p.length-notRun-wall, 0)
+	case p.endBusy:
+		return max(p.length-wall, 0)
+	}
+	return 0
+}
+
 // period is what replay reads of a trace's period.
 type period struct {
 	start, length, usage, stall time.Duration
@@ -307,6 +336,7 @@ type period struct {
 	running float64
 	stopped int
 	blurred bool
+	endBusy bool
 }
 
 // readPeriods reads the periods, times from the first one's start, with
@@ -318,7 +348,7 @@ func readPeriods(tr *trace.Trace) ([]period, error) {
 	for i, tp := range tr.Periods {
 		p := period{start: time.Duration(tp.StartNs - t0), length: tp.Length(),
 			usage: time.Duration(max(tp.UsageNs, 0)), stall: tp.Stall(), stopped: tp.Stopped(),
-			running: tp.Running(), blurred: tp.Blurred}
+			running: tp.Running(), blurred: tp.Blurred, endBusy: tp.EndBusy}
 		if p.length <= 0 {
 			return nil, fmt.Errorf("period %d (start_ns %d) ends at %d, not after its start", i, tp.StartNs, tp.EndNs)
 		}
@@ -480,10 +510,10 @@ The default comes from the trace: a built-in workload's flags (--on-cpu,
 --burn-cpu, --events: closed; --on, --burn, --duration: timed); a command or a
 recorded group is taken for a service (open).
 
-Each period's work arrives at its start and runs on as many CPUs as the
-group used when it had work: the workload's threads, else the most CPUs the
-kernel stopped in a throttled period, else its busiest period's CPUs
-(--parallelism sets it). --scale F multiplies the work and those CPUs: F
+Each period's work arrives at its start (closed: a burst cut by a period's
+end stays whole) and runs on as many CPUs as the group used when it had
+work: the workload's threads, else the most CPUs the kernel stopped in a
+throttled period, else its busiest period's CPUs (--parallelism sets it). --scale F multiplies the work and those CPUs: F
 times the load in the same time. The simulated trace records how its demand
 was made (spec.simulated.replay); docs/simulate.md explains the method and
 its limits.

@@ -113,6 +113,33 @@ func TestReplayClosedCutsTheStalls(t *testing.T) {
 	}
 }
 
+// One thread that burns 30 ms of CPU and sleeps (bursty --on-cpu) under
+// 20 ms: a burst that a period's end cut into 12 and 18 ms (period 0 busy
+// at its end), then one that began 40 ms into period 2, ran its 20 ms,
+// stood still 40 ms, and ran its last 10 ms after the refill. Closed
+// keeps each burst in one piece: period 0's work ends at its end, period
+// 2's begins where it did, and what ran after the stall follows it.
+func TestReplayClosedKeepsBurstsWhole(t *testing.T) {
+	ps := periodsOf([3]int64{12, 0, 0}, [3]int64{18, 0, 0}, [3]int64{20, 40, 1}, [3]int64{10, 0, 0}, [3]int64{0, 0, 0})
+	ps[0].EndBusy = true
+	tr := limitedTrace(20*ms, recorded(), ps)
+	d, rec, err := reconstruct(tr, ReplayOptions{Demand: DemandClosed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBursts(t, d.bursts, []wantBurst{{88 * ms, 12 * ms, 1}, {100 * ms, 18 * ms, 1}, {240 * ms, 20 * ms, 1}, {260 * ms, 10 * ms, 1}})
+	if rec.SpanNs != int64(460*ms) {
+		t.Errorf("span %v, want 500 ms less the 40 ms stall", time.Duration(rec.SpanNs))
+	}
+	// Not busy at its end, period 0's work is taken to have run from its
+	// start, as before the trace had the field.
+	ps[0].EndBusy = false
+	d, _, _ = reconstruct(tr, ReplayOptions{Demand: DemandClosed})
+	if d.bursts[0].at != 0 {
+		t.Errorf("period 0's work at %v, want its start", d.bursts[0].at)
+	}
+}
+
 // A service whose requests queue while it stands still: the work missed
 // in a stall (running CPUs × stall) is demand of that period, and what
 // the next periods did first was serving it.

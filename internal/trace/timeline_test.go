@@ -250,12 +250,14 @@ func TestBuildTimelineNoPhase(t *testing.T) {
 	// Both periods of the first interval used the same (interpolated)
 	// CPU: the later one is taken as the throttled one, stalled on one
 	// CPU. The readings are 2.5 periods apart: every period is blurred,
-	// and bounded by all the CPU of its readings.
+	// and bounded by all the CPU of its readings; a period that ends
+	// between two readings that the usage grew between is busy at its
+	// end, one that ends on a reading is not.
 	want := []Period{
-		{StartNs: 50, EndNs: 150, UsageNs: 40, UsageMaxNs: 100, RunningCPUs: 0.4, Kernel: true, Blurred: true},
+		{StartNs: 50, EndNs: 150, UsageNs: 40, UsageMaxNs: 100, EndBusy: true, RunningCPUs: 0.4, Kernel: true, Blurred: true},
 		{StartNs: 150, EndNs: 250, UsageNs: 40, UsageMaxNs: 100, Throttled: true, ThrottledNs: 30, StallNs: 30, StoppedCPUs: 1, RunningCPUs: 40.0 / 70, Kernel: true, Blurred: true},
-		{StartNs: 200, EndNs: 300, UsageNs: 32, UsageMaxNs: 160, RunningCPUs: 0.32, Kernel: true, Blurred: true},
-		{StartNs: 300, EndNs: 400, UsageNs: 24, UsageMaxNs: 160, RunningCPUs: 0.24, Kernel: true, Blurred: true},
+		{StartNs: 200, EndNs: 300, UsageNs: 32, UsageMaxNs: 160, EndBusy: true, RunningCPUs: 0.32, Kernel: true, Blurred: true},
+		{StartNs: 300, EndNs: 400, UsageNs: 24, UsageMaxNs: 160, EndBusy: true, RunningCPUs: 0.24, Kernel: true, Blurred: true},
 		{StartNs: 400, EndNs: 500, UsageNs: 24, UsageMaxNs: 160, RunningCPUs: 0.24, BurstNs: 7, Kernel: true, Blurred: true},
 	}
 	got := BuildTimeline(samples, TrackerConfig{Period: 100, Quota: 50})

@@ -234,6 +234,11 @@ type Period struct {
 	// at most the node's CPUs (at least UsageNs; 0 in traces written
 	// before it was recorded).
 	UsageMaxNs int64 `json:"usage_max_ns,omitempty"`
+	// EndBusy is true when the group used CPU between the readings on
+	// either side of the period's end: its work ran on into the next
+	// period, or stopped or began within a reading of the end. Replay
+	// keeps such work in one piece (docs/simulate.md).
+	EndBusy bool `json:"end_busy,omitempty"`
 	// Throttled is true when the kernel counted the period as throttled.
 	Throttled bool `json:"throttled"`
 	// ThrottledNs is the throttled time the kernel accounted for the

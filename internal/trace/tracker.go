@@ -247,7 +247,8 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		}
 		_, uHi := t.usageBounds(hi)
 		uLo, _ := t.usageBounds(lo)
-		p := Period{StartNs: s, EndNs: e, Kernel: true, UsageNs: max(ue-us, 0), UsageMaxNs: max(uHi-uLo, ue-us, 0), stop: t.stopped(s, e)}
+		eLo, eHi := t.usageBounds(e)
+		p := Period{StartNs: s, EndNs: e, Kernel: true, UsageNs: max(ue-us, 0), UsageMaxNs: max(uHi-uLo, ue-us, 0), EndBusy: eHi > eLo, stop: t.stopped(s, e)}
 		// Seen closely: both ends placed to within endFine (on the
 		// learnt grid, or between readings that close), in readings at
 		// most half a period apart (not a starved sampler, not a group
