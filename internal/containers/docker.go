@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 
 	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/unixhttp"
 )
 
 // DefaultDockerHost is the Docker daemon's address when DOCKER_HOST is not
@@ -53,12 +53,7 @@ func NewDocker(host string) (*Docker, error) {
 			return nil, fmt.Errorf("docker host %q: no socket path (unix:///var/run/docker.sock)", host)
 		}
 		d.base = "http://docker"
-		d.client = &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var dl net.Dialer
-				return dl.DialContext(ctx, "unix", path)
-			},
-		}}
+		d.client = unixhttp.Client(path)
 	case "tcp", "http":
 		if u.Host == "" {
 			return nil, fmt.Errorf("docker host %q: no address (tcp://HOST:PORT)", host)

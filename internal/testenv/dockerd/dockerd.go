@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,6 +29,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/unixhttp"
 )
 
 // Daemon is a running private dockerd.
@@ -76,12 +76,7 @@ func Start(t testing.TB) *Daemon {
 		containerd: cd,
 		images:     map[string]string{},
 	}
-	d.client = &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var dl net.Dialer
-			return dl.DialContext(ctx, "unix", d.sock)
-		},
-	}}
+	d.client = unixhttp.Client(d.sock)
 	t.Cleanup(func() { d.stop(t) })
 	if err := d.start(bins); err != nil {
 		t.Fatalf("start a private dockerd in %s: %v\n%s", dir, err, logs(dir, "dockerd.log"))
