@@ -123,14 +123,18 @@ func TestThreadsVsQuota(t *testing.T) {
 
 // burst's no-burst: 30 ms of CPU about every 207 ms under 20 ms / 100
 // ms. A burst banks the idle periods' quota: it meets the target with
-// less CPU than a quota alone. On an era without burst it is not tried.
+// less CPU than a quota alone. A quota alone must hold a whole burst in
+// one period, 0.3 CPUs at least, although the trace shows every burst
+// cut in two by a period's end or by the quota (0.29 CPUs, advised when
+// replay placed each piece at its period's start, throttled 12 % of the
+// periods when rerun). On an era without burst it is not tried.
 func TestBurstSuiteNoBurst(t *testing.T) {
 	g := advise(t, "burst-no-burst", Options{})
 	if g.Recommended.Kind != KindBurst || g.Recommended.Setting.Limits.Burst != g.Recommended.Setting.Limits.Quota {
 		t.Errorf("recommended %s %s, want a quota with a burst of the quota", g.Recommended.Kind, g.Recommended.Setting)
 	}
-	if q := g.Tried[0]; !q.Meets || reserved(q) <= reservedOf(g) {
-		t.Errorf("quota alone %s (meets %v): want it to meet the target with more CPU than %s", q.Setting, q.Meets, g.Recommended.Setting)
+	if q := g.Tried[0]; !q.Meets || reserved(q) <= reservedOf(g) || reserved(q) < 0.3 {
+		t.Errorf("quota alone %s (meets %v): want it to meet the target with more CPU than %s, and at least 0.3 CPUs", q.Setting, q.Meets, g.Recommended.Setting)
 	}
 	old := advise(t, "burst-no-burst", Options{Era: sim.Era5_4})
 	if old.Recommended.Kind != KindQuota || old.Tried[1].Prediction != nil || !strings.Contains(old.Tried[1].Note, "no CPU burst") {
