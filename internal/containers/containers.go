@@ -86,9 +86,14 @@ type Resolver struct {
 	last       time.Time              // when the last listing started
 	refreshing bool
 	errs       map[string]error // the last listing's error by source
-	// unknown are the IDs asked about and not known (a container ID, or
-	// "pod:" and a pod UID).
-	unknown map[string]*miss
+	// unknown are the IDs asked about and not known.
+	unknown map[unknownID]*miss
+}
+
+// unknownID is a container ID, or with pod a pod UID.
+type unknownID struct {
+	id  string
+	pod bool
 }
 
 // miss is an ID asked about that no listing knew.
@@ -110,7 +115,7 @@ func NewResolver(sources []Source, opts Options) *Resolver {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Resolver{sources: sources, opts: opts, now: time.Now, byID: map[string]trace.Names{}, byPod: map[string]trace.Names{}, errs: map[string]error{}, unknown: map[string]*miss{}}
+	return &Resolver{sources: sources, opts: opts, now: time.Now, byID: map[string]trace.Names{}, byPod: map[string]trace.Names{}, errs: map[string]error{}, unknown: map[unknownID]*miss{}}
 }
 
 // Refresh lists every source now and waits for them. What a source that
@@ -187,9 +192,9 @@ func (r *Resolver) Names(id monitor.Identity) (names trace.Names, ok bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := "pod:" + id.PodUID
+	key := unknownID{id: id.PodUID, pod: true}
 	if id.ContainerID != "" {
-		key = id.ContainerID
+		key = unknownID{id: id.ContainerID}
 		names, ok = r.byID[id.ContainerID]
 		if !ok && id.PodUID != "" {
 			// A container the listing has not seen yet, in a pod it
@@ -213,7 +218,7 @@ func (r *Resolver) Names(id monitor.Identity) (names trace.Names, ok bool) {
 
 // wantListing notes that the ID key was asked about and not known, and
 // says whether to list for it now (r.mu held).
-func (r *Resolver) wantListing(key string) bool {
+func (r *Resolver) wantListing(key unknownID) bool {
 	now := r.now()
 	m := r.unknown[key]
 	if m == nil {
@@ -235,14 +240,13 @@ func (r *Resolver) wantListing(key string) bool {
 func (r *Resolver) noteMisses(started time.Time, failed bool) {
 	now := r.now()
 	for key, m := range r.unknown {
-		var known bool
-		if uid, ok := strings.CutPrefix(key, "pod:"); ok {
-			_, known = r.byPod[uid]
-		} else {
-			_, known = r.byID[key]
+		known := r.byID
+		if key.pod {
+			known = r.byPod
 		}
+		_, isKnown := known[key.id]
 		switch {
-		case known, now.Sub(m.seen) >= r.opts.MissedRefresh:
+		case isKnown, now.Sub(m.seen) >= r.opts.MissedRefresh:
 			delete(r.unknown, key)
 		case !failed && !m.asked.After(started):
 			m.missed = now

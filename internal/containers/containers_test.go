@@ -444,7 +444,7 @@ func TestResolverMissedIDs(t *testing.T) {
 		t.Errorf("Names(late) = %+v, %v", n, ok)
 	}
 	r.mu.Lock()
-	_, kept := r.unknown[strings.Repeat("d", 64)]
+	_, kept := r.unknown[unknownID{id: strings.Repeat("d", 64)}]
 	r.mu.Unlock()
 	if kept {
 		t.Error("a named container is still among the unknown")
@@ -453,7 +453,7 @@ func TestResolverMissedIDs(t *testing.T) {
 	advance(2 * time.Minute)
 	ask(other)
 	r.mu.Lock()
-	_, kept = r.unknown[strings.Repeat("f", 64)]
+	_, kept = r.unknown[unknownID{id: strings.Repeat("f", 64)}]
 	r.mu.Unlock()
 	if kept {
 		t.Error("an unknown container not asked about for MissedRefresh is still remembered")

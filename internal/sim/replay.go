@@ -513,10 +513,11 @@ recorded group is taken for a service (open).
 Each period's work arrives at its start (closed: a burst cut by a period's
 end stays whole) and runs on as many CPUs as the group used when it had
 work: the workload's threads, else the most CPUs the kernel stopped in a
-throttled period, else its busiest period's CPUs (--parallelism sets it). --scale F multiplies the work and those CPUs: F
-times the load in the same time. The simulated trace records how its demand
-was made (spec.simulated.replay); docs/simulate.md explains the method and
-its limits.
+throttled period, else its busiest period's CPUs (--parallelism sets it).
+--scale F multiplies the work and those CPUs: F times the load in the same
+time. The simulated trace records how its demand was made
+(spec.simulated.replay); docs/simulate.md explains the method and its
+limits.
 
 As for every simulation, --host-cpus and --kernel are this host's unless
 given: give the trace's own (cfsprobe report shows its host) to replay it
