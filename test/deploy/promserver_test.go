@@ -34,13 +34,23 @@ const (
 	rangeScale   = 30
 )
 
-// shortRules is rules.yaml with every alert's for: set to promFor and every
-// range of its expressions divided by rangeScale; the thresholds, joins,
-// labels and annotations are the file's.
+// shortRules is rules.yaml with every alert's for: set to promFor, and
+// every range of its expressions and every group's own interval divided
+// by rangeScale (the recommender's group, evaluated every minute, would
+// otherwise have its first evaluation after the test's checks); the
+// thresholds, joins, labels and annotations are the file's.
 func shortRules(t *testing.T) []byte {
 	t.Helper()
 	rf := loadRules(t)
-	for _, g := range rf.Groups {
+	for gi := range rf.Groups {
+		g := &rf.Groups[gi]
+		if g.Interval != "" {
+			d, err := model.ParseDuration(g.Interval)
+			if err != nil {
+				t.Fatalf("%s: group %s: interval: %v", rulesFile, g.Name, err)
+			}
+			g.Interval = (time.Duration(d) / rangeScale).String()
+		}
 		for i := range g.Rules {
 			r := &g.Rules[i]
 			if r.Alert != "" {
