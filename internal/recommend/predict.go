@@ -3,7 +3,9 @@ package recommend
 import (
 	"fmt"
 	"slices"
+	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
@@ -137,6 +139,28 @@ func (p *predictor) meets(s Setting, t Target) (bool, error) {
 	return t.Met(Prediction{ThrottledRatio: ratio}), nil
 }
 
+// phaseOf puts the simulated periods where the trace's are: its first
+// period timer expiry a whole period after the start. Where a period's
+// boundaries fall against the group's work decides whether a burst
+// lands in one period or in two (a closed loop's 160 ms of CPU in 80 ms
+// on 2 CPUs needs 0.8 CPUs + 80 ms burst in one, about 0.6 in two). A
+// trace's periods are its kernel's (or, without a limit, its readings',
+// which start with the group's work, as a limit set when a group starts
+// does), and the work replay rebuilds keeps its place in them; a phase
+// drawn at random would make the advice depend on the seed.
+func phaseOf(l cgroup.Limits) time.Duration {
+	if l.Unlimited() {
+		return 0
+	}
+	period := l.Period
+	if period == 0 {
+		period = cgroup.DefaultPeriod
+	}
+	// Half a tick early: a period timer is not on the tick's grid, and
+	// the simulator's ticks are at whole ticks from the start.
+	return period - sim.DefaultTick/2
+}
+
 // run replays the demand under the setting: its limits, and its thread
 // cap as the replay's parallelism. The result's readings are reused by
 // the next run: it is good until then.
@@ -151,7 +175,7 @@ func (p *predictor) run(s Setting) (*sim.Result, *sim.Replayer, error) {
 		}
 		p.replays[s.Threads] = r
 	}
-	res, err := sim.Run(sim.Config{Era: p.era, CPUs: p.cpus, Limits: s.Limits, Seed: p.seed, Samples: p.samples, QuietIdle: true}, r.Threads())
+	res, err := sim.Run(sim.Config{Era: p.era, CPUs: p.cpus, Limits: s.Limits, Seed: p.seed, Phase: phaseOf(s.Limits), Samples: p.samples, QuietIdle: true}, r.Threads())
 	if err != nil {
 		return nil, nil, fmt.Errorf("simulate %s: %w", s, err)
 	}

@@ -19,7 +19,11 @@ import (
 
 // The fixtures are simulated runs (cfsprobe simulate --kernel 6.18
 // --host-cpus 2 ...) of the suites' scenarios and of the cases,
-// named after the case; their spec.args say how each was made.
+// named after the case; their spec.args say how each was made. Those
+// named recorded-* are cfsprobe run's, on a 2-CPU host with Linux 6.18
+// (cgroup v1): a simulated closed loop repeats itself to the
+// microsecond and keeps its place in the periods for ever, which a real
+// one, whose wake-ups come a little late, does not.
 
 func readFixture(t *testing.T, name string) *trace.Trace {
 	t.Helper()
@@ -75,12 +79,13 @@ func TestBurstyFourThreadsPeersAreThrottled(t *testing.T) {
 	}
 }
 
-// Censored input: the same workload recorded under a too-tight limit
-// (0.2 CPU, throttled in most of its active periods) and without one:
-// the advice is within 15 %, not shrunk toward the limit.
+// Censored input: the same workload (2 threads that each burn 80 ms of
+// CPU once a second) recorded under a too-tight limit (0.2 CPU,
+// throttled in most of its active periods) and without one: the advice
+// is within 15 %, not shrunk toward the limit.
 func TestCensoredTightLimit(t *testing.T) {
-	free := advise(t, "bursty-2-threads-80ms-per-second-unlimited", Options{})
-	tight := advise(t, "bursty-2-threads-80ms-per-second-0.2cpu", Options{})
+	free := advise(t, "recorded-bursty-2-threads-80ms-per-second-unlimited", Options{})
+	tight := advise(t, "recorded-bursty-2-threads-80ms-per-second-0.2cpu", Options{})
 	if tight.Model.ThrottledPeriods == 0 {
 		t.Fatal("the tight trace has no throttled period: not the case under test")
 	}
@@ -406,7 +411,7 @@ func TestDemandOfRecordings(t *testing.T) {
 		tr.Spec = trace.Spec{Workload: "recorded"}
 		return tr
 	}
-	free, tight := recorded("bursty-2-threads-80ms-per-second-unlimited"), recorded("bursty-2-threads-80ms-per-second-0.2cpu")
+	free, tight := recorded("recorded-bursty-2-threads-80ms-per-second-unlimited"), recorded("recorded-bursty-2-threads-80ms-per-second-0.2cpu")
 	if d, _ := demandOf(free); d != sim.DemandOpen {
 		t.Errorf("unthrottled recording: %s, want open", d)
 	}

@@ -224,7 +224,12 @@ func newEngine(c Config, threads []Thread) *engine {
 
 // initBandwidth sets level l's limits as tg_set_cfs_bandwidth does: the
 // pool refilled and the period timer started, its first expiry at a
-// random phase of the period.
+// random phase of the period (the group's own at Config.Phase when
+// given). Each write of a limit refills the pool once
+// (__refill_cfs_bandwidth_runtime, up to quota + burst), and a burst is
+// written after the quota (as cfsprobe run, runc and systemd do: the
+// quota first, which the burst may not exceed), so a group with a burst
+// starts with min(2 × quota, quota + burst).
 func (e *engine) initBandwidth(l int, quota, period, burst time.Duration) {
 	b := &e.bw[l]
 	b.quota, b.period, b.burst = int64(quota), int64(period), int64(burst)
@@ -234,7 +239,14 @@ func (e *engine) initBandwidth(l int, quota, period, burst time.Duration) {
 	}
 	us := b.period / int64(time.Microsecond)
 	e.phase[l] = (e.rng.Int64N(us) + 1) * int64(time.Microsecond)
-	b.runtime, b.snap = b.quota, b.quota
+	if l == 0 && e.cfg.Phase > 0 {
+		e.phase[l] = int64(e.cfg.Phase)
+	}
+	b.runtime = b.quota
+	if b.burst > 0 {
+		b.runtime = min(2*b.quota, b.quota+b.burst)
+	}
+	b.snap = b.runtime
 	b.active = true
 	b.next = e.phase[l]
 	b.expires = b.next

@@ -45,6 +45,12 @@ type Config struct {
 	Slice  time.Duration  // sched_cfs_bandwidth_slice_us; 0: 5 ms
 	Tick   time.Duration  // scheduler tick; 0: 4 ms (CONFIG_HZ=250, Debian's)
 	Seed   uint64         // for any randomness of the model (same seed, same result)
+	// Phase is when the group's period timer first expires, from 0 to
+	// its period (the period is then the phase of the periods' grid
+	// against the run's start: a phase of a whole period puts a period's
+	// start at 0); 0: a phase drawn from Seed, as a group whose limit was
+	// set at some moment of its life has.
+	Phase time.Duration
 	// Duration stops the run then even if threads still run (0: when
 	// every thread has exited).
 	Duration time.Duration
@@ -209,6 +215,9 @@ func normalize(cfg Config, threads []Thread) (Config, error) {
 	}
 	if c.Duration < 0 {
 		return c, fieldErr("Duration", "%v is negative", c.Duration)
+	}
+	if c.Phase < 0 || c.Phase > c.Limits.Period {
+		return c, fieldErr("Phase", "%v is not from 0 to the period, %v", c.Phase, c.Limits.Period)
 	}
 	if len(threads) == 0 {
 		return c, fieldErr("Threads", "none given")
