@@ -269,7 +269,7 @@ func (b *bench) cleanup() {
 func (b *bench) start(cmd *exec.Cmd) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := cmd.Start(); err != nil {
+	if err := testenv.StartTied(cmd); err != nil {
 		return err
 	}
 	b.procs = append(b.procs, cmd)

@@ -462,7 +462,7 @@ func startPrometheus(dir, tsdb string) (string, func(), error) {
 	cmd := exec.Command("prometheus", "--config.file="+cfg, "--storage.tsdb.path="+tsdb,
 		"--storage.tsdb.retention.time=30d", "--web.listen-address="+addr, "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	if err := testenv.StartTied(cmd); err != nil {
 		return "", nil, err
 	}
 	stop := func() {

@@ -191,7 +191,7 @@ http {
 	run := exec.Command(bin, args...)
 	var out, errb bytes.Buffer
 	run.Stdout, run.Stderr = &out, &errb
-	if err := run.Start(); err != nil {
+	if err := testenv.StartTied(run); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -336,7 +336,7 @@ func TestCpusJSONRealGroups(t *testing.T) {
 			}
 			// The same through a process in the child: --pid.
 			sleep := exec.Command("sleep", "60")
-			if err := sleep.Start(); err != nil {
+			if err := testenv.StartTied(sleep); err != nil {
 				t.Fatal(err)
 			}
 			sleepDone := make(chan struct{})

@@ -23,7 +23,7 @@ import (
 func TestExporterRealThrottledGroup(t *testing.T) {
 	l := needCgroups(t)
 	run := exec.Command(bin, "run", "--parent", testParent, "--cpus", "0.2", "bursty", "--on", "50ms", "--off", "50ms", "--duration", "8s")
-	if err := run.Start(); err != nil {
+	if err := testenv.StartTied(run); err != nil {
 		t.Fatal(err)
 	}
 	runDone := make(chan error, 1)

@@ -88,7 +88,7 @@ func TestExporterServes(t *testing.T) {
 			cmd := exec.Command(bin, "exporter", "--web.listen-address", addr, "--cgroup-root", fixture, "--scan-interval", "200ms")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
+			if err := testenv.StartTied(cmd); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)

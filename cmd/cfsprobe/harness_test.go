@@ -128,7 +128,7 @@ func setQuota(t *testing.T, version int, dir string, quotaUs, periodUs int) {
 func busyLoop(t *testing.T, dirs ...string) *exec.Cmd {
 	t.Helper()
 	busy := exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := busy.Start(); err != nil {
+	if err := testenv.StartTied(busy); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

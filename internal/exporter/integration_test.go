@@ -233,7 +233,7 @@ func TestRealThrottledGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := busy.Start(); err != nil {
+	if err := testenv.StartTied(busy); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { // before the groups are removed (cleanups run last first)

@@ -85,7 +85,7 @@ func TestDiscoverRealCgroups(t *testing.T) {
 
 	// A busy loop in q20, moved in every hierarchy.
 	busy = exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := busy.Start(); err != nil {
+	if err := testenv.StartTied(busy); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -102,7 +102,7 @@ func startBrowser(t testing.TB, path string) *browser {
 		"--remote-debugging-pipe", "about:blank")
 	b.cmd.ExtraFiles = []*os.File{cmdR, resW} // fd 3: commands in, fd 4: messages out
 	b.cmd.Stderr = &b.stderr
-	if err := b.cmd.Start(); err != nil {
+	if err := testenv.StartTied(b.cmd); err != nil {
 		t.Fatalf("start %s: %v", path, err)
 	}
 	cmdR.Close()

@@ -16,7 +16,7 @@ func TestProcessesNaming(t *testing.T) {
 	// "; :" keeps the shell from replacing itself with sleep: its command
 	// line, which names the marker, stays.
 	cmd := exec.Command("sh", "-c", "sleep 60; :", marker)
-	if err := cmd.Start(); err != nil {
+	if err := StartTied(cmd); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {

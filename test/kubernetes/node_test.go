@@ -517,8 +517,7 @@ func (n *Node) run(t testing.TB, name, bin string, args ...string) error {
 	cmd.Dir = n.Dir
 	// If the test binary dies without its cleanups (a -timeout panic),
 	// the daemons die with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := testenv.StartTied(cmd); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", name, err)
 	}

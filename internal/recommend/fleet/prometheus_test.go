@@ -121,7 +121,8 @@ scrape_configs:
 }
 
 // startWorkload starts a group's workload in the C engine and moves it
-// into the group; it is killed (by its PID) when the test ends.
+// into the group; it is killed (by its PID) when the test ends, and with
+// the test binary if that dies first.
 func startWorkload(t *testing.T, g cgroup.Group, fg fleetGroup) {
 	t.Helper()
 	w, err := workload.Parse(fg.workload, fg.args)
@@ -132,7 +133,7 @@ func startWorkload(t *testing.T, g cgroup.Group, fg fleetGroup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := testenv.StartTied(cmd); err != nil {
 		t.Fatal(err)
 	}
 	cmd.ExtraFiles[0].Close()

@@ -143,9 +143,12 @@ func spawn(dir, log, bin string, args ...string) (*exec.Cmd, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	// Its own process group, so that a ^C of the test does not reach it
-	// before the cleanup does.
+	// before the cleanup does; tied to the test, so that it does not
+	// outlive a test binary killed before its cleanup (what it started,
+	// containerd's shims and mounts, then stays for the next run's
+	// leftovers check to report).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := testenv.StartTied(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	return cmd, nil
