@@ -37,6 +37,15 @@ type Limits struct {
 // Unlimited reports whether no quota is set.
 func (l Limits) Unlimited() bool { return l.Quota == 0 }
 
+// PeriodOrDefault is the period, or the kernel's default where it is not
+// given (0).
+func (l Limits) PeriodOrDefault() time.Duration {
+	if l.Period == 0 {
+		return DefaultPeriod
+	}
+	return l.Period
+}
+
 // CPUs is the quota expressed in CPUs (0 when unlimited).
 func (l Limits) CPUs() float64 {
 	if l.Unlimited() || l.Period <= 0 {

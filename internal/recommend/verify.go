@@ -182,10 +182,7 @@ func rerunConfig(tr *trace.Trace, s Setting, opt VerifyOptions) (lab.Config, []s
 	}
 	lim := s.Limits
 	if lim.Period == 0 {
-		lim.Period = tr.Limits.Cgroup().Period
-		if lim.Period == 0 {
-			lim.Period = cgroup.DefaultPeriod
-		}
+		lim.Period = tr.Limits.Cgroup().PeriodOrDefault()
 	}
 	cfg := lab.Config{
 		Limits: lim, FS: opt.FS, Parent: opt.Parent, Self: opt.Self,

@@ -243,9 +243,7 @@ func normalize(cfg Config, threads []Thread) (Config, error) {
 // checkLimits fills in the default period and checks the limits as the
 // kernel would, and the cpuset against the host's CPUs.
 func checkLimits(l cgroup.Limits, cpus int) (cgroup.Limits, error) {
-	if l.Period == 0 {
-		l.Period = cgroup.DefaultPeriod
-	}
+	l.Period = l.PeriodOrDefault()
 	if err := l.Validate(); err != nil {
 		return l, err
 	}
