@@ -101,7 +101,7 @@ if its rerun meets the target and, when the workload has operations, its
 p99.9 is at most 2× the reference run's. A recording of a live group has
 no program cfsprobe started, so it cannot be verified. Progress goes to
 stderr.`,
-		Example: `  cfsprobe run --out api.json --cpus 0.2 bursty --threads 4 --on-cpu 40ms --off 960ms --duration 60s
+		Example: `  cfsprobe run --out api.json --cpus 0.2 bursty --threads 4 --on-cpu 40ms --every 1s --duration 60s
   cfsprobe recommend api.json
   cfsprobe recommend --target stall:5ms --format markdown api.json worker=batch.json
   cfsprobe recommend --cgroup /system.slice/nginx.service --duration 2m --out nginx.json

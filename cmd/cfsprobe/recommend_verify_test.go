@@ -185,7 +185,9 @@ func TestRecommendVerifyThrottledScenarios(t *testing.T) {
 }
 
 // Issue 11, must show 2: 4 threads busy 40 ms of CPU once a second (0.16
-// CPU on average), run without a limit. The peers' limits, read from
+// CPU on average; --every: the bursts come on their own schedule, as
+// requests do, so the threads burst together under any limit), run
+// without a limit. The peers' limits, read from
 // minute-average usage, rerun: each throttled in more than 20 % of the
 // periods the kernel counts (it counts a period only while the group is
 // active); cfsprobe's recommendation rerun: at most 1 %, and its p99.9
@@ -193,7 +195,7 @@ func TestRecommendVerifyThrottledScenarios(t *testing.T) {
 func TestRecommendVerifyAveragesMislead(t *testing.T) {
 	needCgroups(t)
 	twice(t, func() error {
-		g := verifyTrace(t, "bursty", "--threads", "4", "--on-cpu", "40ms", "--off", "960ms", "--duration", "10s")
+		g := verifyTrace(t, "bursty", "--threads", "4", "--on-cpu", "40ms", "--every", "1s", "--duration", "10s")
 		if g.Recommended.Kind == recommend.KindNoLimit || g.Recommended.Reason == "" {
 			t.Errorf("recommended %s (%s), reason %q: want a limit and why", g.Recommended.Setting, g.Recommended.Kind, g.Recommended.Reason)
 		}

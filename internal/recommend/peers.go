@@ -61,7 +61,7 @@ func minuteWindows(tr *trace.Trace) Windows {
 	for i, u := range used {
 		w.UsageCPUs[i] = float64(u) / float64(Window)
 	}
-	w.Formed = fmt.Sprintf("%d one-minute windows of the trace", n)
+	w.Formed = fmt.Sprintf("%s of the trace", oneMinuteWindows(n))
 	if rest := time.Duration(span - int64(n)*int64(Window)); rest > 0 {
 		w.Formed += fmt.Sprintf(" (the last %v left out)", rest.Round(time.Millisecond))
 	}
@@ -181,4 +181,13 @@ func vpaTarget(usage []float64) float64 {
 		end = start(b + 1)
 	}
 	return max(end*(1+vpaMargin), vpaMinCPUs)
+}
+
+// oneMinuteWindows counts windows: "1 one-minute window", "2 one-minute
+// windows".
+func oneMinuteWindows(n int) string {
+	if n == 1 {
+		return "1 one-minute window"
+	}
+	return fmt.Sprintf("%d one-minute windows", n)
 }

@@ -306,7 +306,7 @@ func newRun(in Input, opt Options) (*run, error) {
 	}
 	g.Windows = minuteWindows(tr)
 	if in.MinuteUsage != nil {
-		g.Windows = Windows{UsageCPUs: in.MinuteUsage, Formed: fmt.Sprintf("%d one-minute windows given with the input", len(in.MinuteUsage))}
+		g.Windows = Windows{UsageCPUs: in.MinuteUsage, Formed: oneMinuteWindows(len(in.MinuteUsage)) + " given with the input"}
 	}
 	return &run{in: in, target: target, p: p, period: period, cpuset: cur.Cpuset, maxCPUs: maxCPUs, step: step, g: g}, nil
 }

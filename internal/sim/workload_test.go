@@ -120,6 +120,36 @@ func TestBurstySteps(t *testing.T) {
 	}
 }
 
+// bursty --every: the k-th burst starts k × every after the start (and
+// the timer slack), whenever the one before ended; one that ends late
+// is followed by the next at once.
+func TestBurstyEverySteps(t *testing.T) {
+	for _, on := range []time.Duration{30 * ms, 130 * ms} {
+		spec := specOf(t, "bursty", "--on", on.String(), "--every", "100ms", "--duration", "300ms")
+		th := threadsOf(t, spec, []int{0, 1}, 0)
+		var want []Step
+		now := StartCPU
+		end := StartCPU + 300*ms
+		for k := 1; now < end; k++ {
+			want = append(want, Step{Kind: Spin, Until: now + on, OpStart: true, OpEnd: true})
+			now += on
+			off := min(max(StartCPU+time.Duration(k)*100*ms-now, 0), max(end-now, 0))
+			if off > 0 {
+				off += TimerSlack
+			}
+			now += off
+			want = append(want, Step{Kind: Sleep, Until: now})
+		}
+		want = append(want, Step{Kind: Exit})
+		if got := steps(t, th, 0); !reflect.DeepEqual(got, want) {
+			t.Errorf("%v every 100ms: steps\n%+v\nwant\n%+v", on, got, want)
+		}
+		if n := (len(want) - 1) / 2; on == 30*ms && n != 3 || on == 130*ms && n != 3 {
+			t.Errorf("%v every 100ms for 300ms: %d bursts, want 3", on, n)
+		}
+	}
+}
+
 // parallel: events of the given CPU time until --duration has passed
 // when one would start, or --events are done in all threads together.
 func TestParallelSteps(t *testing.T) {

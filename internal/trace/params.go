@@ -47,13 +47,16 @@ type PeriodicParams struct {
 
 // BurstyParams: each of Threads threads is busy for On of wall time (or
 // OnCPU of its own CPU time, when On is 0), idles for Off, give or take
-// up to Jitter drawn from Seed, until Duration has passed. Pin keeps the
-// process on Threads CPUs when it may use more.
+// up to Jitter drawn from Seed, until Duration has passed; or, when Every
+// is set (Off and Jitter 0), starts its k-th burst k × Every after the
+// start, at once when the one before ended later (an open loop). Pin
+// keeps the process on Threads CPUs when it may use more.
 type BurstyParams struct {
 	On       time.Duration `json:"on_ns"`
 	OnCPU    time.Duration `json:"on_cpu_ns"`
 	Off      time.Duration `json:"off_ns"`
 	Jitter   time.Duration `json:"jitter_ns"`
+	Every    time.Duration `json:"every_ns,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
 	Threads  int           `json:"threads"`
 	// Seed of the jitter. Traces written before it was recorded read as

@@ -23,6 +23,14 @@ until --duration has passed. The wall time of every burst is recorded.
 time, so that bursts do not settle at one offset inside the period when
 on+off is a multiple of it.
 
+Each thread idles after its own burst, so a burst that a limit stretches
+delays the thread's next one, and threads that began together drift
+apart (a closed loop). --every instead starts a burst every --every from
+the start in every thread, at once when the one before ended later, as
+requests that arrive on their own schedule do (an open loop): 4 threads
+that burn 40 ms of CPU once a second keep bursting together under any
+limit.
+
 The workers run in the small static C program embedded in cfsprobe (see
 cfsprobe run parallel --help; spec.params.engine in the trace), so that the
 group's CPU time is the bursts' and nothing else. With fewer threads than
@@ -32,6 +40,7 @@ makes that CPU take a slice of the quota, while the CPU it left keeps up to
 a millisecond of it unused until the end of the period.
 
 Example: cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
+         cfsprobe run --cpus 0.2 bursty --threads 4 --on-cpu 40ms --every 1s --duration 20s
 `,
 		func(fs *pflag.FlagSet) func() (Workload, error) {
 			b := &bursty{}
@@ -39,11 +48,15 @@ Example: cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
 			fs.DurationVar(&b.OnCPU, "on-cpu", 0, "busy until this much thread CPU time is spent (instead of --on of wall time)")
 			fs.DurationVar(&b.Off, "off", 50*time.Millisecond, "idle time between bursts")
 			fs.DurationVar(&b.Jitter, "jitter", 0, "random +/- variation of each idle time")
+			fs.DurationVar(&b.Every, "every", 0, "start a burst this often from the start, whenever the last one ended (instead of --off)")
 			fs.DurationVar(&b.Duration, "duration", 5*time.Second, "how long to run")
 			fs.IntVar(&b.Threads, "threads", 1, "threads, each running the same pattern")
 			fs.Uint64Var(&b.Seed, "seed", trace.DefaultBurstySeed, "random seed for --jitter")
 			fs.BoolVar(&b.Pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs, the last ones")
 			return func() (Workload, error) {
+				if b.Every > 0 && !fs.Changed("off") {
+					b.Off = 0 // --off's default does not apply
+				}
 				if err := b.validate(); err != nil {
 					return nil, err
 				}
@@ -63,6 +76,10 @@ func (b *bursty) validate() error {
 		return fmt.Errorf("--on-cpu must be positive")
 	case b.Off < 0:
 		return fmt.Errorf("--off must not be negative")
+	case b.Every < 0:
+		return fmt.Errorf("--every must not be negative")
+	case b.Every > 0 && b.Off+b.Jitter > 0:
+		return fmt.Errorf("--every spaces the bursts from the start, --off and --jitter from the end of each: give one or the other")
 	case b.Jitter < 0 || b.Jitter > b.Off:
 		return fmt.Errorf("--jitter must be between 0 and --off (%v)", b.Off)
 	case b.Duration <= 0:
@@ -98,6 +115,9 @@ func (b *bursty) Describe() string {
 	if b.OnCPU > 0 {
 		what = "CPU bursts"
 	}
+	if b.Every > 0 {
+		return fmt.Sprintf("%s: %v %s, one every %v, for %v", threads(b.Threads), b.ExpectedOp(), what, b.Every, b.Duration)
+	}
 	idle := b.Off.String()
 	if b.Jitter > 0 {
 		idle += "±" + b.Jitter.String()
@@ -110,7 +130,8 @@ func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 	if b.Pin {
 		pinProcess(b.Threads)
 	}
-	deadline := time.Now().Add(b.Duration)
+	start := time.Now()
+	deadline := start.Add(b.Duration)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for th := 0; th < b.Threads; th++ {
@@ -124,7 +145,7 @@ func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 			tr := rec.Thread(th)
 			jitter := Jitter(b.BurstyParams, trace.EngineGo, th)
 			seed := uint64(th + 7)
-			for time.Now().Before(deadline) {
+			for k := 1; time.Now().Before(deadline); k++ {
 				t0 := time.Now()
 				c0 := ThreadCPU()
 				seed = burn(seed, t0, b.On, c0, b.OnCPU, lock)
@@ -133,6 +154,9 @@ func (b *bursty) Run(rec *Recorder, _ io.Writer) error {
 				cpu := ThreadCPU() - c0
 				tr.Record(t0, time.Since(t0), cpu)
 				off := b.Off + jitter()
+				if b.Every > 0 {
+					off = max(time.Until(start.Add(time.Duration(k)*b.Every)), 0)
+				}
 				if rest := time.Until(deadline); rest < off {
 					off = max(rest, 0)
 				}

@@ -101,7 +101,7 @@ func (b *bursty) NativeArgs() []string {
 	return []string{"bursty", strconv.Itoa(b.Threads), strconv.FormatInt(int64(b.Duration), 10),
 		strconv.FormatInt(int64(b.On), 10), strconv.FormatInt(int64(b.OnCPU), 10),
 		strconv.FormatInt(int64(b.Off), 10), strconv.FormatInt(int64(b.Jitter), 10),
-		strconv.FormatUint(b.Seed, 10), pin}
+		strconv.FormatUint(b.Seed, 10), pin, strconv.FormatInt(int64(b.Every), 10)}
 }
 
 // NativeArgs runs the periodic workload in the C engine; it prints the

@@ -256,6 +256,65 @@ func TestEngineJitter(t *testing.T) {
 	}
 }
 
+// The C engine's and the Go workload's open loop (--every): each thread
+// starts its k-th burst k × every after the start, whenever the one
+// before ended, and at once when that was later; the closed loop
+// (--off) idles after each burst, so a late burst pushes the rest.
+func TestBurstyEvery(t *testing.T) {
+	needEngine(t)
+	// Bursts shorter than the interval (2 ms every 10 ms) keep the
+	// schedule; bursts longer (12 ms every 10 ms) fall behind it and
+	// each starts at once, none skipped.
+	for _, c := range []struct {
+		on, every time.Duration
+		late      bool
+	}{{2 * time.Millisecond, 10 * time.Millisecond, false}, {12 * time.Millisecond, 10 * time.Millisecond, true}} {
+		p := trace.BurstyParams{On: c.on, Every: c.every, Duration: 200 * time.Millisecond, Threads: 2, Seed: 1, Pin: false}
+		for _, engine := range []string{trace.EngineC, trace.EngineGo} {
+			var s []trace.Sample
+			if engine == trace.EngineC {
+				res, err := runNative(&bursty{p}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s = res.Latency.Samples
+			} else {
+				w := &bursty{p}
+				rec := NewRecorder(w.Op(), false)
+				if err := w.Run(rec, nil); err != nil {
+					t.Fatal(err)
+				}
+				s = rec.Result(w.Name()).Latency.Samples
+			}
+			if len(s) < 10 {
+				t.Fatalf("%s, %v every %v: %d bursts in 200ms", engine, c.on, c.every, len(s))
+			}
+			// The schedule's origin: the first burst (the samples are in
+			// the order they started). No burst starts before its time
+			// on the schedule; short bursts keep it (a closed loop, idle
+			// 10 ms after each 2 ms, would start 16 or 17 in 200 ms).
+			start := s[0].StartNs
+			k := map[int]int64{}
+			for _, b := range s {
+				due := start + k[b.Thread]*int64(c.every)
+				k[b.Thread]++
+				if b.StartNs < due-int64(500*time.Microsecond) {
+					t.Errorf("%s, %v every %v: thread %d's burst %d started %v before its time", engine, c.on, c.every, b.Thread, k[b.Thread], time.Duration(due-b.StartNs))
+				}
+			}
+			t.Logf("%s, %v every %v: %d bursts", engine, c.on, c.every, len(s))
+			if !c.late && (len(s) < 2*19 || len(s) > 2*20) {
+				t.Errorf("%s, %v every %v: %d bursts, want 2 threads × 20, one every 10 ms for 200 ms", engine, c.on, c.every, len(s))
+			}
+			// Behind the schedule, a thread runs burst after burst:
+			// 200 ms / 12 ms, 16 or 17 of them, 2 threads.
+			if c.late && (len(s) < 2*15 || len(s) > 2*18) {
+				t.Errorf("%s, %v every %v: %d bursts, want 2 threads × 16 or 17 back to back", engine, c.on, c.every, len(s))
+			}
+		}
+	}
+}
+
 // EventCPU times the event the runs use: under a millisecond for
 // sysbench's default size, and growing with it.
 func TestEventCPU(t *testing.T) {

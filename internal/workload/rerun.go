@@ -19,7 +19,7 @@ func Flags(w Workload) []string {
 			"--quiet=" + b(w.Quiet)}
 	case *bursty:
 		return []string{"--on", d(w.On), "--on-cpu", d(w.OnCPU), "--off", d(w.Off), "--jitter", d(w.Jitter),
-			"--duration", d(w.Duration), "--threads", strconv.Itoa(w.Threads),
+			"--every", d(w.Every), "--duration", d(w.Duration), "--threads", strconv.Itoa(w.Threads),
 			"--seed", strconv.FormatUint(w.Seed, 10), "--pin=" + b(w.Pin)}
 	case *parallel:
 		return []string{"--threads", strconv.Itoa(w.Threads), "--duration", d(w.Duration),
@@ -40,8 +40,8 @@ func Flags(w Workload) []string {
 //     operation grew, so that a cycle lasts as long as before, and at 0 the
 //     cycle is longer (n threads cannot do the work in the time: a bursty
 //     workload then does less in its --duration). --jitter is kept within
-//     --off. The number of operations is kept: periodic's total work is
-//     the same.
+//     --off; bursty's --every is kept. The number of operations is kept:
+//     periodic's total work is the same.
 //   - parallel: n threads; --events counts events in all, so with --events
 //     the total work is the same; without, the workload does what n
 //     threads do in its --duration (a throughput workload has no fixed

@@ -15,6 +15,7 @@ func TestFlagsRoundTrip(t *testing.T) {
 		{"periodic", "--burn-cpu", "2.5ms", "--threads", "2"},
 		{"bursty", "--on", "50ms", "--off", "50ms", "--duration", "1s", "--jitter", "10ms", "--seed", "7"},
 		{"bursty", "--on-cpu", "30ms", "--off", "137ms", "--threads", "4", "--pin=false"},
+		{"bursty", "--on-cpu", "40ms", "--every", "1s", "--threads", "4"},
 		{"parallel", "--threads", "3", "--duration", "1.5s", "--max-prime", "100", "--events", "9"},
 		{"parallel", "--threads", "1", "--pin=false"},
 	} {

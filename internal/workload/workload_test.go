@@ -17,6 +17,8 @@ func TestParse(t *testing.T) {
 		{"periodic", "--burn-cpu", "2ms"},
 		{"bursty", "--on", "50ms", "--off", "50ms", "--duration", "1s", "--jitter", "10ms"},
 		{"bursty", "--on-cpu", "30ms", "--off", "137ms"},
+		{"bursty", "--on-cpu", "40ms", "--every", "1s", "--threads", "4"},
+		{"bursty", "--on-cpu", "40ms", "--every", "1s", "--off", "0s"},
 		{"parallel", "--threads", "3", "--duration", "1s", "--max-prime", "100", "--pin=false"},
 	}
 	for _, g := range good {
@@ -41,6 +43,9 @@ func TestParse(t *testing.T) {
 		{[]string{"periodic", "--burn", "0"}, "--burn must be positive"},
 		{[]string{"bursty", "--jitter", "60ms", "--off", "50ms"}, "--jitter"},
 		{[]string{"bursty", "--duration", "0"}, "--duration"},
+		{[]string{"bursty", "--every", "1s", "--off", "50ms"}, "--every"},
+		{[]string{"bursty", "--every", "1s", "--jitter", "5ms"}, "--every"},
+		{[]string{"bursty", "--every", "-1s"}, "--every"},
 		{[]string{"parallel", "--threads", "0"}, "--threads"},
 		{[]string{"parallel", "--max-prime", "2"}, "--max-prime"},
 		{[]string{"parallel", "stray"}, "unexpected argument"},
@@ -170,6 +175,8 @@ func TestFromSpec(t *testing.T) {
 			"1 thread: 50ms bursts, idle 50ms±10ms, for 1s"},
 		{[]string{"bursty", "--on-cpu", "30ms", "--off", "137ms", "--threads", "4", "--pin=false"}, 4, 30 * time.Millisecond, 5 * time.Second,
 			"4 threads: 30ms CPU bursts, idle 137ms, for 5s"},
+		{[]string{"bursty", "--on-cpu", "40ms", "--every", "1s", "--threads", "4", "--duration", "20s"}, 4, 40 * time.Millisecond, 20 * time.Second,
+			"4 threads: 40ms CPU bursts, one every 1s, for 20s"},
 		{[]string{"parallel", "--threads", "3", "--duration", "1s", "--max-prime", "100", "--events", "9"}, 3, 0, time.Second,
 			"3 threads: CPU events for 1s"},
 	} {

@@ -65,7 +65,7 @@ struct worker {
 };
 
 static int64_t deadline, max_prime, events;
-static int64_t on_ns, on_cpu_ns, off_ns, jitter_ns, seed;
+static int64_t on_ns, on_cpu_ns, off_ns, jitter_ns, every_ns, seed;
 static int64_t iterations, quiet, run_start;
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_llong done_events;
@@ -161,7 +161,7 @@ static void *burst_work(void *arg)
 {
 	struct worker *w = arg;
 	uint64_t x = (uint64_t)(w - workers) + 7, rs = (uint64_t)seed * 1000003 + (uint64_t)(w - workers);
-	for (;;) {
+	for (int64_t k = 1;; k++) {
 		int64_t t0 = mono();
 		if (t0 >= deadline)
 			break;
@@ -169,8 +169,15 @@ static void *burst_work(void *arg)
 		int64_t t1 = mono();
 		record(w, t0, t1 - t0, cpu);
 		int64_t off = off_ns;
-		if (jitter_ns > 0)
+		if (every_ns > 0) {
+			/* An open loop: burst k starts k × every after the start,
+			 * at once when the one before ended later. */
+			off = run_start + k * every_ns - mono();
+			if (off < 0)
+				off = 0;
+		} else if (jitter_ns > 0) {
 			off += (int64_t)(next_rand(&rs) % (uint64_t)(2 * jitter_ns + 1)) - jitter_ns;
+		}
 		int64_t rest = deadline - mono();
 		if (rest < off)
 			off = rest > 0 ? rest : 0;
@@ -291,7 +298,7 @@ static int parse(const char *s, int64_t min, int64_t *out)
 static void usage(void)
 {
 	fprintf(stderr, "usage: cfsprobe-engine parallel THREADS DURATION_NS MAX_PRIME EVENTS PIN\n"
-			"       cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED PIN\n"
+			"       cfsprobe-engine bursty THREADS DURATION_NS ON_NS ON_CPU_NS OFF_NS JITTER_NS SEED PIN EVERY_NS\n"
 			"       cfsprobe-engine periodic THREADS ITERATIONS BURN_NS BURN_CPU_NS SLEEP_NS QUIET\n");
 }
 
@@ -305,12 +312,13 @@ int main(int argc, char **argv)
 			usage();
 			return 2;
 		}
-	} else if (argc == 10 && strcmp(argv[1], "bursty") == 0) {
+	} else if (argc == 11 && strcmp(argv[1], "bursty") == 0) {
 		fn = burst_work;
 		if (parse(argv[2], 1, &threads) || threads > 4096 || parse(argv[3], 1, &duration) ||
 		    parse(argv[4], 0, &on_ns) || parse(argv[5], 0, &on_cpu_ns) || on_ns + on_cpu_ns == 0 ||
 		    parse(argv[6], 0, &off_ns) || parse(argv[7], 0, &jitter_ns) || jitter_ns > off_ns ||
-		    parse(argv[8], 0, &seed) || parse(argv[9], 0, &pin)) {
+		    parse(argv[8], 0, &seed) || parse(argv[9], 0, &pin) || parse(argv[10], 0, &every_ns) ||
+		    (every_ns > 0 && off_ns + jitter_ns > 0)) {
 			usage();
 			return 2;
 		}
