@@ -80,9 +80,9 @@ func TestBurstyFourThreadsPeersAreThrottled(t *testing.T) {
 }
 
 // Censored input: the same workload (2 threads that each burn 80 ms of
-// CPU once a second) recorded under a too-tight limit (0.2 CPU,
-// throttled in most of its active periods) and without one: the advice
-// is within 15 %, not shrunk toward the limit.
+// CPU once a second, bursty --every 1s) recorded under a too-tight limit
+// (0.2 CPU, throttled in most of its active periods) and without one:
+// the advice is within 15 %, not shrunk toward the limit.
 func TestCensoredTightLimit(t *testing.T) {
 	free := advise(t, "recorded-bursty-2-threads-80ms-per-second-unlimited", Options{})
 	tight := advise(t, "recorded-bursty-2-threads-80ms-per-second-0.2cpu", Options{})
