@@ -15,7 +15,7 @@ import (
 
 func init() {
 	register("bursty",
-		"busy for --on, idle for --off, for --duration (seed 003's bursty workload)",
+		"busy for --on, idle for --off (or a burst --every), for --duration (seed 003's bursty workload)",
 		`Busy-waits for --on of wall time (or, with --on-cpu, until that much thread CPU
 time is spent, so that a throttled burst takes longer), then idles for --off,
 until --duration has passed. The wall time of every burst is recorded.
