@@ -234,7 +234,7 @@ func BuiltinThreads(spec trace.Spec, usable []int, eventCPU time.Duration) ([]Th
 		}
 	case p.Bursty != nil:
 		for i := range behaviours {
-			behaviours[i] = &burstyThread{p: *p.Bursty, start: StartCPU, end: StartCPU + p.Bursty.Duration, jitter: workload.Jitter(*p.Bursty, p.Engine, i)}
+			behaviours[i] = &burstyThread{p: *p.Bursty, end: StartCPU + p.Bursty.Duration, jitter: workload.Jitter(*p.Bursty, p.Engine, i)}
 		}
 	case p.Parallel != nil:
 		if eventCPU <= 0 {
@@ -347,11 +347,11 @@ func (t *periodicThread) Next(now time.Duration, _ *rand.Rand) Step {
 
 // burstyThread is one thread of the bursty workload.
 type burstyThread struct {
-	p          trace.BurstyParams
-	start, end time.Duration // when the workload starts, and --duration ends
-	jitter     func() time.Duration
-	burning    bool
-	bursts     int64 // burns begun
+	p       trace.BurstyParams
+	end     time.Duration // the end of --duration
+	jitter  func() time.Duration
+	burning bool
+	bursts  int64 // burns begun
 }
 
 func (t *burstyThread) Next(now time.Duration, _ *rand.Rand) Step {
@@ -359,9 +359,9 @@ func (t *burstyThread) Next(now time.Duration, _ *rand.Rand) Step {
 		t.burning = false
 		off := t.p.Off + t.jitter()
 		if t.p.Every > 0 {
-			// An open loop: the next burst at its time from the start,
-			// at once when it is past.
-			off = max(t.start+time.Duration(t.bursts)*t.p.Every-now, 0)
+			// An open loop: the next burst at its time from the
+			// workload's start (StartCPU), at once when it is past.
+			off = max(StartCPU+time.Duration(t.bursts)*t.p.Every-now, 0)
 		}
 		if rest := t.end - now; rest < off {
 			off = max(rest, 0)
