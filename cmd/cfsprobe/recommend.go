@@ -38,6 +38,7 @@ type recommendFlags struct {
 	json       bool
 	format     string
 	verify     bool
+	peers      bool
 	parent     string
 	prometheus string
 	since      string
@@ -66,9 +67,10 @@ advises the setting that reserves the least CPU and still meets the target:
 A near-tie (within 5 %) goes to the simpler setting. Beside the advice are the
 current setting and the sizing rules in use, computed from the same data's
 minute-average usage and each predicted the same way: seed 003's p95 × 1.5,
-krr's simple strategy and VPA's target. Throttled periods are lower bounds of
-demand: the replay completes them (docs/simulate.md, "Replay"), so advice
-from a throttled group does not shrink toward the limit it ran under.
+krr's simple strategy and VPA's target (--peers=false leaves them out).
+Throttled periods are lower bounds of demand: the replay completes them
+(docs/simulate.md, "Replay"), so advice from a throttled group does not shrink
+toward the limit it ran under.
 
 Targets (--target):
   throttled:1%   at most 1 % of periods throttled (the default)
@@ -108,7 +110,8 @@ stderr.`,
   cfsprobe recommend --format k8s api.json > patch.yaml   # kubectl patch deployment api --patch-file patch.yaml
   cfsprobe recommend --json --kernel 5.4 --host-cpus 16 --max-cpus 4 api.json
   cfsprobe recommend --prometheus http://prometheus:9090 --since 7d --selector 'cgroup=~"/kubepods.*"' 
-  sudo cfsprobe recommend --verify api.json`,
+  sudo cfsprobe recommend --verify api.json
+  sudo cfsprobe recommend --verify --peers=false api.json   # the advice alone: 3 reruns`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error { return runRecommend(c, f, args) },
 	}
@@ -125,6 +128,7 @@ stderr.`,
 	fl.BoolVar(&f.json, "json", false, "print the advice as JSON (--format json)")
 	fl.StringVar(&f.format, "format", "", "output: table, json, k8s or markdown (default table)")
 	fl.BoolVar(&f.verify, "verify", false, "rerun each trace's workload under the recommendation, the peers', the current and no limit, and show measured beside predicted (root)")
+	fl.BoolVar(&f.peers, "peers", true, "show the sizing rules in use (seed 003, krr, VPA) beside the advice, each predicted and, with --verify, rerun; --peers=false leaves them out (--verify then reruns 3 settings, not 6)")
 	fl.StringVar(&f.parent, "parent", cgroup.DefaultParent, "with --verify: the group under which the reruns' groups are created")
 	fl.StringVar(&f.prometheus, "prometheus", "", "advise every group whose cfsprobe exporter this Prometheus server scrapes (http://HOST:9090)")
 	fl.StringVar(&f.since, "since", "7d", "with --prometheus: the window read, ending now (Prometheus durations: 36h, 7d, 2w)")
@@ -154,6 +158,7 @@ func (f *recommendFlags) options(c *cobra.Command) (recommend.Options, recommend
 		return opt, "", usageErr("--target: %v", err)
 	}
 	opt.Target = t
+	opt.NoPeers = !f.peers
 	if c.Flags().Changed("max-cpus") && (!(f.maxCPUs > 0) || math.IsInf(f.maxCPUs, 0)) {
 		return opt, "", usageErr("--max-cpus %v: give the most CPUs a limit may reserve, a positive number such as 4", f.maxCPUs)
 	}

@@ -18,15 +18,16 @@ import (
 )
 
 // verifyTrace runs `cfsprobe run --json ARGS...` into a file, then
-// `cfsprobe recommend --verify --json` on it, and returns the group.
-func verifyTrace(t *testing.T, args ...string) *recommend.Group {
+// `cfsprobe recommend --verify --json RECOMMEND...` on it, and returns
+// the group.
+func verifyTrace(t *testing.T, recommendArgs []string, args ...string) *recommend.Group {
 	t.Helper()
 	tr := runTrace(t, args...)
 	file := filepath.Join(t.TempDir(), "source.json")
 	if err := tr.WriteFile(file); err != nil {
 		t.Fatal(err)
 	}
-	r := cfsprobe(t, "recommend", "--verify", "--json", "--parent", testParent, file)
+	r := cfsprobe(t, append(append([]string{"recommend", "--verify", "--json", "--parent", testParent}, recommendArgs...), file)...)
 	if r.code != 0 {
 		t.Fatalf("recommend --verify: exit %d\n%s", r.code, r.stderr)
 	}
@@ -143,7 +144,8 @@ func runArgsOf(cfg lab.Config, d time.Duration) []string {
 // host's CPUs, run for 4 s), each advised from its run and the advice
 // rerun: throttled periods ≤ 1 % and op p99.9 within 2× of the unlimited
 // run's (the reference: the same workload, with the recommendation's
-// thread cap, and no limit).
+// thread cap, and no limit). The peers are item 2's: --peers=false
+// leaves their reruns out.
 func TestRecommendVerifyThrottledScenarios(t *testing.T) {
 	needCgroups(t)
 	env := suite.Env{CPUs: cgroup.OnlineCPUs(hostfs.Default()), Quick: true}
@@ -170,7 +172,10 @@ func TestRecommendVerifyThrottledScenarios(t *testing.T) {
 			args := runArgsOf(st.Config, 4*time.Second)
 			t.Run(name+"/"+st.Scenario.Name, func(t *testing.T) {
 				twice(t, func() error {
-					g := verifyTrace(t, args...)
+					g := verifyTrace(t, []string{"--peers=false"}, args...)
+					if n := len(g.Verified.Runs); n != 3 {
+						t.Errorf("--peers=false reran %d roles, want 3 (recommended, current, reference)", n)
+					}
 					if m := g.Current.Measured; m == nil || m.Throttled == 0 {
 						return fmt.Errorf("the scenario's own run was not throttled (%+v): a preempted run, or not the scenario", m)
 					}
@@ -195,7 +200,7 @@ func TestRecommendVerifyThrottledScenarios(t *testing.T) {
 func TestRecommendVerifyAveragesMislead(t *testing.T) {
 	needCgroups(t)
 	twice(t, func() error {
-		g := verifyTrace(t, "bursty", "--threads", "4", "--on-cpu", "40ms", "--every", "1s", "--duration", "10s")
+		g := verifyTrace(t, nil, "bursty", "--threads", "4", "--on-cpu", "40ms", "--every", "1s", "--duration", "10s")
 		if g.Recommended.Kind == recommend.KindNoLimit || g.Recommended.Reason == "" {
 			t.Errorf("recommended %s (%s), reason %q: want a limit and why", g.Recommended.Setting, g.Recommended.Kind, g.Recommended.Reason)
 		}

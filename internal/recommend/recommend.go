@@ -45,6 +45,9 @@ type Options struct {
 	Demand sim.Demand
 	// Seed is the model's (0: 1).
 	Seed uint64
+	// NoPeers leaves the peers' rules out: Group.Peers is empty, nothing
+	// of them is simulated, and --verify does not rerun them.
+	NoPeers bool
 }
 
 // DefaultStepMillicores is Options.StepMillicores' default.
@@ -150,7 +153,8 @@ type Group struct {
 	// Tried is the best candidate of each kind, simplest first.
 	Tried   []Candidate `json:"tried"`
 	Windows Windows     `json:"windows"`
-	Peers   []Peer      `json:"peers"`
+	// Peers are the sizing rules in use (empty with Options.NoPeers).
+	Peers []Peer `json:"peers"`
 	// Verified is what reruns of the workload measured (cfsprobe
 	// recommend --verify: PrepareVerify); nil when it was not rerun.
 	Verified *Verified `json:"verified,omitempty"`
@@ -217,6 +221,7 @@ type run struct {
 	cpuset  string
 	maxCPUs float64
 	step    int64
+	noPeers bool
 	g       *Group
 }
 
@@ -308,7 +313,7 @@ func newRun(in Input, opt Options) (*run, error) {
 	if in.MinuteUsage != nil {
 		g.Windows = Windows{UsageCPUs: in.MinuteUsage, Formed: oneMinuteWindows(len(in.MinuteUsage)) + " given with the input"}
 	}
-	return &run{in: in, target: target, p: p, period: period, cpuset: cur.Cpuset, maxCPUs: maxCPUs, step: step, g: g}, nil
+	return &run{in: in, target: target, p: p, period: period, cpuset: cur.Cpuset, maxCPUs: maxCPUs, step: step, noPeers: opt.NoPeers, g: g}, nil
 }
 
 // demandOf is the replay's method for a trace: its workload's, when its
@@ -446,7 +451,8 @@ func (r *run) advise() (*Group, error) {
 	if err := r.choose(); err != nil {
 		return nil, err
 	}
-	for _, pr := range peerRules(g.Windows.UsageCPUs) {
+	g.Peers = []Peer{}
+	for _, pr := range r.peerRules() {
 		peer, err := r.peer(pr)
 		if err != nil {
 			return nil, err
@@ -455,6 +461,15 @@ func (r *run) advise() (*Group, error) {
 	}
 	g.Model.Simulations = r.p.runs
 	return g, nil
+}
+
+// peerRules are the peers' rules read from the group's minute windows,
+// none with Options.NoPeers.
+func (r *run) peerRules() []peerRule {
+	if r.noPeers {
+		return nil
+	}
+	return peerRules(r.g.Windows.UsageCPUs)
 }
 
 // setting is the kind's setting of m millicores.

@@ -79,6 +79,36 @@ func TestBurstyFourThreadsPeersAreThrottled(t *testing.T) {
 	}
 }
 
+// Without the peers (--peers=false) the advice is the same, nothing of
+// the peers is simulated, shown or rerun.
+func TestNoPeers(t *testing.T) {
+	with := advise(t, "bursty-4-threads-40ms-per-second-unlimited", Options{})
+	g := advise(t, "bursty-4-threads-40ms-per-second-unlimited", Options{NoPeers: true})
+	if g.Peers == nil || len(g.Peers) != 0 {
+		t.Errorf("peers %v, want an empty list", g.Peers)
+	}
+	if g.Recommended.Setting != with.Recommended.Setting {
+		t.Errorf("recommended %s without the peers, %s with them", g.Recommended.Setting, with.Recommended.Setting)
+	}
+	if g.Model.Simulations >= with.Model.Simulations {
+		t.Errorf("%d simulations without the peers, %d with them: want fewer", g.Model.Simulations, with.Model.Simulations)
+	}
+	var roles []string
+	for _, r := range g.roles() {
+		roles = append(roles, r.role)
+	}
+	if got := strings.Join(roles, ","); got != "recommended,current,reference" {
+		t.Errorf("--verify would rerun %s, want recommended,current,reference", got)
+	}
+	var b strings.Builder
+	if err := Table(&b, []*Group{g}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "peer") {
+		t.Errorf("the table names peers:\n%s", b.String())
+	}
+}
+
 // Censored input: the same workload (2 threads that each burn 80 ms of
 // CPU once a second, bursty --every 1s) recorded under a too-tight limit
 // (0.2 CPU, throttled in most of its active periods) and without one:
