@@ -175,20 +175,24 @@ lint: native
 # (golang/go#75804, fixed in Go 1.27): such a run wrote no failing input and
 # is not a failure. Any other failure runs once more (a failing input saved
 # under testdata/fuzz fails again).
+# One fuzz worker (FUZZPARALLEL): each target runs for FUZZTIME whatever
+# its workers, and in make test it runs beside the Kubernetes build, which
+# a second worker would slow.
 FUZZTIME ?= 5s
+FUZZPARALLEL ?= 1
 fuzz: native
 	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
 	for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "fuzz $$pkg $$f"; \
-			if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
+			if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) $$pkg >$$log 2>&1; then \
 				if grep -q 'context deadline exceeded' $$log && ! grep -qE 'Failing input written|panic:|_test.go:[0-9]+:' $$log; then \
 					echo "fuzz $$f: the fuzzer stopped at -fuzztime with \"context deadline exceeded\" and no failing input (golang/go#75804): not a failure"; \
 					continue; \
 				fi; \
 				tail -30 $$log; \
 				echo "fuzz $$f failed; running it once more (a crash found is saved under testdata/fuzz and fails again)"; \
-				$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || { tail -50 $$log; exit 1; }; \
+				$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) $$pkg >$$log 2>&1 || { tail -50 $$log; exit 1; }; \
 			fi; \
 		done; \
 	done
