@@ -50,6 +50,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 var (
@@ -269,7 +270,7 @@ func (b *bench) cleanup() {
 func (b *bench) start(cmd *exec.Cmd) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := testenv.StartTied(cmd); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		return err
 	}
 	b.procs = append(b.procs, cmd)

@@ -40,6 +40,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/recommend"
 	"github.com/cfsprobe/cfsprobe/internal/recommend/fleet"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 var (
@@ -462,7 +463,7 @@ func startPrometheus(dir, tsdb string) (string, func(), error) {
 	cmd := exec.Command("prometheus", "--config.file="+cfg, "--storage.tsdb.path="+tsdb,
 		"--storage.tsdb.retention.time=30d", "--web.listen-address="+addr, "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := testenv.StartTied(cmd); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		return "", nil, err
 	}
 	stop := func() {

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
-	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -44,7 +44,7 @@ func startRun(t *testing.T, l *cgroup.Layout, args ...string) *bgRun {
 	// a command after SIGKILL) hold the output pipes open: stop waiting
 	// for them once cfsprobe itself has exited.
 	r.cmd.WaitDelay = time.Second
-	if err := testenv.StartTied(r.cmd); err != nil {
+	if err := tied.Start(r.cmd); err != nil {
 		t.Fatalf("start %v: %v", r.cmd.Args, err)
 	}
 	go func() {
@@ -494,7 +494,7 @@ func TestCleanupLeavesOthersAlone(t *testing.T) {
 	}
 	// A task in a group that is not cfsprobe's must survive cleanup.
 	sleep := exec.Command("sleep", "60")
-	if err := testenv.StartTied(sleep); err != nil {
+	if err := tied.Start(sleep); err != nil {
 		t.Fatal(err)
 	}
 	sleepDone := make(chan struct{})

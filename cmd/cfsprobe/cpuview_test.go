@@ -22,6 +22,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/cpuview"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 // needTool skips without a program (fails under CFSPROBE_REQUIRE_CGROUPS=1).
@@ -191,7 +192,7 @@ http {
 	run := exec.Command(bin, args...)
 	var out, errb bytes.Buffer
 	run.Stdout, run.Stderr = &out, &errb
-	if err := testenv.StartTied(run); err != nil {
+	if err := tied.Start(run); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -336,7 +337,7 @@ func TestCpusJSONRealGroups(t *testing.T) {
 			}
 			// The same through a process in the child: --pid.
 			sleep := exec.Command("sleep", "60")
-			if err := testenv.StartTied(sleep); err != nil {
+			if err := tied.Start(sleep); err != nil {
 				t.Fatal(err)
 			}
 			sleepDone := make(chan struct{})

@@ -18,12 +18,13 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 func TestExporterRealThrottledGroup(t *testing.T) {
 	l := needCgroups(t)
 	run := exec.Command(bin, "run", "--parent", testParent, "--cpus", "0.2", "bursty", "--on", "50ms", "--off", "50ms", "--duration", "8s")
-	if err := testenv.StartTied(run); err != nil {
+	if err := tied.Start(run); err != nil {
 		t.Fatal(err)
 	}
 	runDone := make(chan error, 1)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 // Bad flags of cfsprobe exporter: one sentence naming the value and the
@@ -88,7 +89,7 @@ func TestExporterServes(t *testing.T) {
 			cmd := exec.Command(bin, "exporter", "--web.listen-address", addr, "--cgroup-root", fixture, "--scan-interval", "200ms")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
-			if err := testenv.StartTied(cmd); err != nil {
+			if err := tied.Start(cmd); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)

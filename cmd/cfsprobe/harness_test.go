@@ -18,6 +18,7 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -128,7 +129,7 @@ func setQuota(t *testing.T, version int, dir string, quotaUs, periodUs int) {
 func busyLoop(t *testing.T, dirs ...string) *exec.Cmd {
 	t.Helper()
 	busy := exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := testenv.StartTied(busy); err != nil {
+	if err := tied.Start(busy); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

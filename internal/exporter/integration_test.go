@@ -32,6 +32,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 // realTree makes groups under a parent of this test's own in every
@@ -233,7 +234,7 @@ func TestRealThrottledGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := testenv.StartTied(busy); err != nil {
+	if err := tied.Start(busy); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { // before the groups are removed (cleanups run last first)

@@ -22,6 +22,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/cpuview"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
@@ -255,7 +256,9 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		return nil, err
 	}
 	started := time.Now()
-	if err := onPinCPUs(p.pin, func() error { return cgroup.Start(cmd, g) }); err != nil {
+	// If cfsprobe dies (even by SIGKILL), the workload dies with it;
+	// `cfsprobe cleanup` removes the group directory that is left.
+	if err := tied.StartWith(cmd, func() error { return onPinCPUs(p.pin, func() error { return cgroup.Start(cmd, g) }) }); err != nil {
 		closeExtra(cmd)
 		return nil, fmt.Errorf("start %s: %w", p.spec.Workload, err)
 	}
@@ -360,9 +363,6 @@ func (p *Plan) command() (*exec.Cmd, *os.File, error) {
 	cmd.Stdin = p.cfg.Stdin
 	cmd.Stdout = p.cfg.Stdout
 	cmd.Stderr = p.cfg.Stderr
-	// If cfsprobe dies (even by SIGKILL), the workload dies with it;
-	// `cfsprobe cleanup` removes the group directory that is left.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, resultR, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 // On this machine's real cgroups: a parent with three children (no quota,
@@ -85,7 +86,7 @@ func TestDiscoverRealCgroups(t *testing.T) {
 
 	// A busy loop in q20, moved in every hierarchy.
 	busy = exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := testenv.StartTied(busy); err != nil {
+	if err := tied.Start(busy); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 // chromiumPaths are where Debian and others install Chromium; CHROMIUM
@@ -102,7 +103,7 @@ func startBrowser(t testing.TB, path string) *browser {
 		"--remote-debugging-pipe", "about:blank")
 	b.cmd.ExtraFiles = []*os.File{cmdR, resW} // fd 3: commands in, fd 4: messages out
 	b.cmd.Stderr = &b.stderr
-	if err := testenv.StartTied(b.cmd); err != nil {
+	if err := tied.Start(b.cmd); err != nil {
 		t.Fatalf("start %s: %v", path, err)
 	}
 	cmdR.Close()

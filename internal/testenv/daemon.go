@@ -6,13 +6,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 // Daemon is a long-running program a test started with StartDaemon: it is
@@ -57,7 +56,7 @@ func StartDaemon(t testing.TB, name string, cmd *exec.Cmd) *Daemon {
 	t.Helper()
 	d := &Daemon{name: name, cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &d.out, &d.out
-	if err := StartTied(cmd); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() { d.err = cmd.Wait(); close(d.done) }()
@@ -72,42 +71,6 @@ func StartDaemon(t testing.TB, name string, cmd *exec.Cmd) *Daemon {
 		}
 	})
 	return d
-}
-
-// StartTied starts cmd so that the kernel kills it (SIGKILL) when this
-// process dies, however it dies: a test binary killed by go test's
-// timeout, or writing to a pipe that was closed, runs no cleanup, and what
-// it started must not outlive it (a Prometheus left scraping, a busy loop
-// left spinning, disturb every run after it).
-//
-// The kernel sends the death signal (PR_SET_PDEATHSIG, SysProcAttr's
-// Pdeathsig) when the thread that forked the child exits, not the process
-// (golang/go#27505), and Go ends a thread when a goroutine locked to it
-// returns. So the child is forked by a goroutine locked to its thread,
-// which stays there until the child has exited: it waits with WNOWAIT,
-// leaving the child to cmd.Wait to reap.
-//
-// A child's own children are not reached: they are the test's to stop (by
-// their group or PID), as are files and groups left behind.
-func StartTied(cmd *exec.Cmd) error {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		err := cmd.Start()
-		started <- err
-		if err != nil {
-			return
-		}
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
-	}()
-	return <-started
 }
 
 // Output is what the daemon has written so far to its standard output and

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 func TestProcessesNaming(t *testing.T) {
@@ -16,7 +18,7 @@ func TestProcessesNaming(t *testing.T) {
 	// "; :" keeps the shell from replacing itself with sleep: its command
 	// line, which names the marker, stays.
 	cmd := exec.Command("sh", "-c", "sleep 60; :", marker)
-	if err := StartTied(cmd); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {

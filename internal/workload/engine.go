@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/cfsprobe/cfsprobe/internal/cache"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -152,7 +153,7 @@ func runNative(w Workload, stdout io.Writer) (*Result, error) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	cmd.Stdout = stdout
-	err = cmd.Start()
+	err = tied.Start(cmd)
 	cmd.ExtraFiles[0].Close()
 	if err != nil {
 		return nil, fmt.Errorf("start the C engine: %w", err)

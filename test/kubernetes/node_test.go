@@ -24,6 +24,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
 
 // The node's addresses. The API server listens on apiIP:443, an address
@@ -517,7 +518,7 @@ func (n *Node) run(t testing.TB, name, bin string, args ...string) error {
 	cmd.Dir = n.Dir
 	// If the test binary dies without its cleanups (a -timeout panic),
 	// the daemons die with it.
-	if err := testenv.StartTied(cmd); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", name, err)
 	}

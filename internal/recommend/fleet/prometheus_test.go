@@ -25,6 +25,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/recommend"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
@@ -133,7 +134,7 @@ func startWorkload(t *testing.T, g cgroup.Group, fg fleetGroup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.StartTied(cmd); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	cmd.ExtraFiles[0].Close()

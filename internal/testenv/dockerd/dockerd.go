@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/tied"
 	"github.com/cfsprobe/cfsprobe/internal/unixhttp"
 )
 
@@ -148,7 +149,7 @@ func spawn(dir, log, bin string, args ...string) (*exec.Cmd, error) {
 	// containerd's shims and mounts, then stays for the next run's
 	// leftovers check to report).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := testenv.StartTied(cmd); err != nil {
+	if err := tied.Start(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	return cmd, nil

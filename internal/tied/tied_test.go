@@ -1,4 +1,4 @@
-package testenv
+package tied
 
 import (
 	"bufio"
@@ -12,18 +12,28 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// tiedHelperEnv makes TestStartTiedHelper the helper process of
-// TestStartTiedDiesWithTest.
-const tiedHelperEnv = "CFSPROBE_TESTENV_TIED_HELPER"
+// helperEnv makes TestHelper the helper process of TestDiesWithParent;
+// its value is how the helper starts its child: start or startwith.
+const helperEnv = "CFSPROBE_TIED_HELPER"
 
-// A process started with StartTied outlives the threads Go ends while it
-// runs (goroutines that return locked to their thread), and dies when the
-// process that started it is killed with SIGKILL, which runs no cleanup.
-func TestStartTiedDiesWithTest(t *testing.T) {
-	helper := exec.Command(os.Args[0], "-test.run=^TestStartTiedHelper$", "-test.v")
-	helper.Env = append(os.Environ(), tiedHelperEnv+"=1")
+// A process started with Start, or StartWith and a start function that
+// locks its thread and pins it as the lab does, outlives the threads Go
+// ends while it runs (goroutines that return locked to their thread), and
+// dies when the process that started it is killed with SIGKILL, which runs
+// no cleanup.
+func TestDiesWithParent(t *testing.T) {
+	for _, how := range []string{"start", "startwith"} {
+		t.Run(how, func(t *testing.T) { diesWithParent(t, how) })
+	}
+}
+
+func diesWithParent(t *testing.T, how string) {
+	helper := exec.Command(os.Args[0], "-test.run=^TestHelper$", "-test.v")
+	helper.Env = append(os.Environ(), helperEnv+"="+how)
 	out, err := helper.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,15 +87,35 @@ func alive(pid int) bool {
 	return len(f) > 0 && f[0] != "Z"
 }
 
-// TestStartTiedHelper starts a sleep tied to itself, ends a few dozen
-// threads as Go does (goroutines that return locked), and waits to be
-// killed.
-func TestStartTiedHelper(t *testing.T) {
-	if os.Getenv(tiedHelperEnv) != "1" {
-		t.Skip("the helper process of TestStartTiedDiesWithTest")
+// TestHelper starts a sleep tied to itself, ends a few dozen threads as
+// Go does (goroutines that return locked), and waits to be killed.
+func TestHelper(t *testing.T) {
+	how := os.Getenv(helperEnv)
+	if how == "" {
+		t.Skip("the helper process of TestDiesWithParent")
 	}
 	cmd := exec.Command("sleep", "60")
-	if err := StartTied(cmd); err != nil {
+	var err error
+	if how == "start" {
+		err = Start(cmd)
+	} else {
+		err = StartWith(cmd, func() error {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var saved unix.CPUSet
+			if err := unix.SchedGetaffinity(0, &saved); err != nil {
+				return err
+			}
+			defer func() { _ = unix.SchedSetaffinity(0, &saved) }()
+			var one unix.CPUSet
+			one.Set(0)
+			if err := unix.SchedSetaffinity(0, &one); err != nil {
+				return err
+			}
+			return cmd.Start()
+		})
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("child %d\n", cmd.Process.Pid)
@@ -100,6 +130,14 @@ func TestStartTiedHelper(t *testing.T) {
 	}
 	wg.Wait()
 	fmt.Println("churned")
-	err := cmd.Wait()
+	err = cmd.Wait()
 	t.Fatalf("the child exited (%v) before this helper was killed", err)
+}
+
+// A start function that returns no error but started nothing is an error,
+// not a child to wait for.
+func TestStartWithNothingStarted(t *testing.T) {
+	if err := StartWith(exec.Command("true"), func() error { return nil }); err == nil {
+		t.Fatal("no error")
+	}
 }
