@@ -119,15 +119,17 @@ deps:
 # nothing (lint, the preload library's tests, fuzzing, compiling the tests
 # with -race) beside the builds of the Kubernetes node and helm. On a fresh
 # machine those builds take about 7 minutes with only ~1.5 of 2 CPUs busy
-# (a few large packages compile alone), so the untimed work mostly fits in
+# (a few large packages compile alone), so the untimed work partly fits in
 # their shadow; on a machine that has them it is the untimed work alone.
+# Make starts them in the order listed: the builds first, fuzzing (a fixed
+# time whatever it competes with) last.
 # Then, one at a time, the tests that measure on real cgroups, which must
 # not compete for the CPUs with anything of ours.
 test: deps leftovers-before
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-untimed
 	$(MAKE) --no-print-directory test-unit test-v2 leftovers-after
 
-test-untimed: k8s-bins helm-bin lint test-preload fuzz test-compile
+test-untimed: k8s-bins helm-bin lint test-compile test-preload fuzz
 
 # test-compile builds every test binary with the race detector (and runs
 # none of their tests), so that test-unit finds them in the build cache.
