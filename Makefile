@@ -115,19 +115,19 @@ deps:
 # process of a daemon the tests started, mount, cgroup, network link or
 # changed sysctl.
 #
-# It runs in two phases. test-untimed, two jobs at a time: what times
-# nothing (lint, the preload library's tests, fuzzing, compiling the tests
-# with -race) beside the builds of the Kubernetes node and helm. On a fresh
-# machine those builds take about 7 minutes with only ~1.5 of 2 CPUs busy
-# (a few large packages compile alone), so the untimed work partly fits in
-# their shadow; on a machine that has them it is the untimed work alone.
-# Make starts them in the order listed: the builds first, fuzzing (a fixed
-# time whatever it competes with) last.
-# Then, one at a time, the tests that measure on real cgroups, which must
-# not compete for the CPUs with anything of ours.
+# It runs in two phases. test-untimed, two jobs at a time: the builds of
+# the Kubernetes node and helm beside what times nothing (lint, compiling
+# the tests with -race, the preload library's tests, fuzzing), started in
+# that order (fuzzing runs for a fixed time whatever it competes with, so
+# it ends the phase). A Go build keeps only ~1.5 of 2 CPUs busy (a few
+# large packages compile alone). On a fresh machine this phase took 12
+# minutes, the Kubernetes build with its module downloads 10 of them; on
+# a machine that has the builds, 3. Then, one at a time (-j1, also under
+# make -jN), the tests that measure on real cgroups, which must not
+# compete for the CPUs with anything of ours.
 test: deps leftovers-before
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-untimed
-	$(MAKE) --no-print-directory test-unit test-v2 leftovers-after
+	$(MAKE) --no-print-directory -j1 test-unit test-v2 leftovers-after
 
 test-untimed: k8s-bins helm-bin lint test-compile test-preload fuzz
 
