@@ -162,10 +162,10 @@ func (g *Group) about() string {
 // notes are the lines under a group's table: the peers' input and the
 // limits their predictions use (none without peers).
 func (g *Group) notes() []string {
-	var out []string
 	if len(g.Peers) == 0 {
 		return nil
 	}
+	var out []string
 	n := len(g.Windows.UsageCPUs)
 	avg := 0.0
 	for _, u := range g.Windows.UsageCPUs {
