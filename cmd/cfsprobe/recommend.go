@@ -31,6 +31,7 @@ type recommendFlags struct {
 	duration   time.Duration
 	out        string
 	target     string
+	headroom   string
 	maxCPUs    float64
 	kernel     string
 	hostCPUs   int
@@ -64,7 +65,10 @@ advises the setting that reserves the least CPU and still meets the target:
                  limit has CPUs, with the quota they need
   no limit       where nothing up to --max-cpus meets the target
 
-A near-tie (within 5 %) goes to the simpler setting. Beside the advice are the
+The fewest millicores that meet the target in the simulation are raised by
+--headroom (10 %), for what the model does not see: a rerun differs from its
+recording by a few percent of CPU time. A near-tie (within 5 %) goes to the
+simpler setting. Beside the advice are the
 current setting and the sizing rules in use, computed from the same data's
 minute-average usage and each predicted the same way: seed 003's p95 × 1.5,
 krr's simple strategy and VPA's target (--peers=false leaves them out).
@@ -121,6 +125,7 @@ stderr.`,
 	fl.DurationVar(&f.duration, "duration", 0, "with --cgroup: how long to record the group")
 	fl.StringVarP(&f.out, "out", "o", "", "with --cgroup: save the recorded trace to this file")
 	fl.StringVar(&f.target, "target", "throttled:1%", "what the advice must meet: throttled:PCT, stall:DURATION or demand:pN")
+	fl.StringVar(&f.headroom, "headroom", "10%", "raise the fewest millicores that meet the target in the simulation by this much, for what the model does not see (a run's own overhead, a noisy host); 0 advises the edge itself")
 	fl.Float64Var(&f.maxCPUs, "max-cpus", 0, "the most CPUs a limit may reserve before removing it is advised (default: the CPUs the group can use)")
 	fl.StringVar(&f.kernel, "kernel", "", "kernel era to model: "+sim.EraNames()+" (default: the era of the trace's kernel)")
 	fl.IntVar(&f.hostCPUs, "host-cpus", 0, "CPUs of the simulated host (default: the trace's host's)")
@@ -158,6 +163,9 @@ func (f *recommendFlags) options(c *cobra.Command) (recommend.Options, recommend
 		return opt, "", usageErr("--target: %v", err)
 	}
 	opt.Target = t
+	if opt.Headroom, err = recommend.ParseHeadroom(f.headroom); err != nil {
+		return opt, "", usageErr("--headroom: %v", err)
+	}
 	opt.NoPeers = !f.peers
 	if c.Flags().Changed("max-cpus") && (!(f.maxCPUs > 0) || math.IsInf(f.maxCPUs, 0)) {
 		return opt, "", usageErr("--max-cpus %v: give the most CPUs a limit may reserve, a positive number such as 4", f.maxCPUs)

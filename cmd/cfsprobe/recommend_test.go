@@ -66,8 +66,14 @@ func TestRecommendTraces(t *testing.T) {
 		t.Errorf("threads-vs-quota-2x: %s, want a thread cap", k)
 	}
 	r = cfsprobe(t, "recommend", "--format", "k8s", threads)
-	if r.code != 0 || !strings.Contains(r.stdout, "cpu: 1050m") || !strings.Contains(r.stdout, "name: GOMAXPROCS") {
+	if r.code != 0 || !strings.Contains(r.stdout, "cpu: 1100m") || !strings.Contains(r.stdout, "name: GOMAXPROCS") {
 		t.Errorf("--format k8s: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// One thread's CPU and 10 % of headroom by default; the CPU alone
+	// without.
+	r = cfsprobe(t, "recommend", "--format", "k8s", "--headroom", "0", threads)
+	if r.code != 0 || !strings.Contains(r.stdout, "cpu: 1000m") {
+		t.Errorf("--format k8s --headroom 0: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = cfsprobe(t, "recommend", "--target", "stall:100ms", burst)
 	if r.code != 0 || !strings.Contains(r.stdout, "RECOMMENDED") || !strings.Contains(r.stdout, "p99 stall ≤ 100ms") || !strings.Contains(r.stdout, "why:") {

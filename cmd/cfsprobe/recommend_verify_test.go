@@ -43,7 +43,7 @@ func verifyTrace(t *testing.T, recommendArgs []string, args ...string) *recommen
 // logVerified logs every rerun: predicted against measured.
 func logVerified(t *testing.T, g *recommend.Group) {
 	t.Helper()
-	t.Logf("recommended %s (%s): %s", g.Recommended.Setting, g.Recommended.Kind, g.Recommended.Reason)
+	t.Logf("recommended %s (%s, fit %dm, headroom %v): %s", g.Recommended.Setting, g.Recommended.Kind, g.Recommended.FitMillicores, g.Model.Headroom, g.Recommended.Reason)
 	for _, r := range g.Verified.Runs {
 		pred := "-"
 		if p := r.Predicted; p != nil {

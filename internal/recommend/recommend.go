@@ -48,7 +48,30 @@ type Options struct {
 	// NoPeers leaves the peers' rules out: Group.Peers is empty, nothing
 	// of them is simulated, and --verify does not rerun them.
 	NoPeers bool
+	// Headroom is the share by which the fewest millicores that meet the
+	// target in the simulation are raised (0: DefaultHeadroom; NoHeadroom:
+	// none; at most MaxHeadroom).
+	Headroom float64
 }
+
+// DefaultHeadroom is Options.Headroom's default: room for what the model
+// does not see. A rerun of the same workload differs from its recording
+// by a few percent of CPU time (a process's start, a shared host's
+// noise), and the cheapest setting that meets the target in the
+// simulation sits at its edge: burst's no-burst scenario (30 ms bursts
+// under 20 ms of quota, recorded in the qemu guest) advised 0.17 CPUs +
+// 17 ms burst without headroom, and its first burst, with the process's
+// start, used 33 to 36 ms of CPU: of the reruns in the guest, 3 of 3 were
+// throttled in their first period under 0.17 CPUs + 17 ms, 3 of 11 under
+// 0.18 + 18 ms, none of 8 under 0.19 + 19 ms (what 10 % gives).
+const DefaultHeadroom = 0.10
+
+// NoHeadroom as Options.Headroom advises the cheapest setting the
+// simulation finds.
+const NoHeadroom = -1
+
+// MaxHeadroom bounds Options.Headroom: 100 %, twice the setting found.
+const MaxHeadroom = 1.0
 
 // DefaultStepMillicores is Options.StepMillicores' default.
 const DefaultStepMillicores = 10
@@ -89,6 +112,10 @@ func (k Kind) Words() string {
 type Candidate struct {
 	Kind    Kind    `json:"kind"`
 	Setting Setting `json:"setting"`
+	// FitMillicores is the fewest millicores that met the target in the
+	// simulation, before the headroom raised them to the setting's (0:
+	// none met it, or the kind was not tried).
+	FitMillicores int64 `json:"fit_millicores,omitempty"`
 	// Prediction is nil when the kind was not tried.
 	Prediction *Prediction `json:"prediction,omitempty"`
 	Meets      bool        `json:"meets"`
@@ -117,11 +144,14 @@ type Recommendation struct {
 // period, the most CPUs a limit may reserve, and how the demand was
 // read from the trace (trace.Replay, docs/simulate.md).
 type Model struct {
-	Era             sim.Era `json:"era"`
-	HostCPUs        int     `json:"host_cpus"`
-	PeriodNs        int64   `json:"period_ns"`
-	MaxCPUs         float64 `json:"max_cpus"`
-	StepMillicores  int64   `json:"step_millicores"`
+	Era            sim.Era `json:"era"`
+	HostCPUs       int     `json:"host_cpus"`
+	PeriodNs       int64   `json:"period_ns"`
+	MaxCPUs        float64 `json:"max_cpus"`
+	StepMillicores int64   `json:"step_millicores"`
+	// Headroom is the share the fewest millicores that met the target
+	// were raised by (Options.Headroom).
+	Headroom        float64 `json:"headroom"`
 	Demand          string  `json:"demand"`
 	DemandFrom      string  `json:"demand_from"`
 	Parallelism     int     `json:"parallelism"`
@@ -214,15 +244,16 @@ func RecommendAll(ins []Input, opt Options) ([]*Group, error) {
 
 // run is one group being advised.
 type run struct {
-	in      Input
-	target  Target
-	p       *predictor
-	period  time.Duration
-	cpuset  string
-	maxCPUs float64
-	step    int64
-	noPeers bool
-	g       *Group
+	in       Input
+	target   Target
+	p        *predictor
+	period   time.Duration
+	cpuset   string
+	maxCPUs  float64
+	step     int64
+	headroom float64
+	noPeers  bool
+	g        *Group
 }
 
 // newRun checks the input and sets up its model.
@@ -260,6 +291,15 @@ func newRun(in Input, opt Options) (*run, error) {
 	if seed == 0 {
 		seed = 1
 	}
+	headroom := opt.Headroom
+	switch {
+	case headroom == 0:
+		headroom = DefaultHeadroom
+	case headroom == NoHeadroom:
+		headroom = 0
+	case !(headroom > 0 && headroom <= MaxHeadroom):
+		return nil, inputErr("headroom %v: give a share from 0 to %v", headroom, MaxHeadroom)
+	}
 	cur := tr.Limits.Cgroup()
 	period := cgroup.DefaultPeriod
 	if !cur.Unlimited() && cur.Period > 0 {
@@ -294,7 +334,7 @@ func newRun(in Input, opt Options) (*run, error) {
 	}
 	g := &Group{
 		Name: in.Name, Workload: tr.Spec.Workload, Synthetic: tr.Spec.Synthetic, Target: target,
-		Model: Model{Era: era, HostCPUs: cpus, PeriodNs: int64(period), MaxCPUs: maxCPUs, StepMillicores: step,
+		Model: Model{Era: era, HostCPUs: cpus, PeriodNs: int64(period), MaxCPUs: maxCPUs, StepMillicores: step, Headroom: headroom,
 			Demand: rec.Demand, DemandFrom: rec.DemandFrom, Parallelism: rec.Parallelism, ParallelismFrom: rec.ParallelismFrom,
 			Periods: len(tr.Periods)},
 	}
@@ -313,7 +353,7 @@ func newRun(in Input, opt Options) (*run, error) {
 	if in.MinuteUsage != nil {
 		g.Windows = Windows{UsageCPUs: in.MinuteUsage, Formed: oneMinuteWindows(len(in.MinuteUsage)) + " given with the input"}
 	}
-	return &run{in: in, target: target, p: p, period: period, cpuset: cur.Cpuset, maxCPUs: maxCPUs, step: step, noPeers: opt.NoPeers, g: g}, nil
+	return &run{in: in, target: target, p: p, period: period, cpuset: cur.Cpuset, maxCPUs: maxCPUs, step: step, headroom: headroom, noPeers: opt.NoPeers, g: g}, nil
 }
 
 // demandOf is the replay's method for a trace: its workload's, when its
@@ -512,37 +552,30 @@ func (r *run) guess() int64 {
 // cheapest finds the fewest millicores of a kind (with a thread cap of
 // threads, 0: none) that meet the target, from the kernel's smallest
 // quota to MaxCPUs (or the cap's CPUs), searching from guess (0: the
-// whole range). When none does, the candidate is the largest, with a
-// note.
+// whole range), raised by the headroom (FitMillicores keeps what was
+// found). When none does, the candidate is the largest, with a note.
 func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
-	lo := r.minMillicores()
-	if k == KindBurst {
+	lo, top := r.minMillicores(), r.maxCPUs
+	switch {
+	case k == KindBurst:
 		// Burst lends, it does not give: a quota below the group's
 		// average demand drains any allowance, however large, so a
 		// recording shorter than the time it takes to drain it would
-		// take a deficit in every period for meeting the target. At
-		// exactly the average, any work the model does not see (a real
-		// run's own overhead, a little more demand than recorded)
-		// drains the allowance too (burst's no-burst scenario at 0.15
-		// CPUs + 15ms for 0.148 CPUs of demand: 1 of 41 periods
-		// throttled in two runs in a row): the quota is at least
-		// burstSlack above the average.
-		floor := r.g.Model.DemandCPUs * (1 + burstSlack)
-		lo = max(lo, int64(math.Ceil(floor*1000/float64(r.step)))*r.step)
+		// take a deficit in every period for meeting the target. The
+		// quota is at least the average (and the headroom puts it
+		// above: at exactly the average, any work the model does not
+		// see drains the allowance too).
+		lo = max(lo, r.roundUp(int64(math.Ceil(r.g.Model.DemandCPUs*1000-1e-9))))
+	case threads > 0:
+		// A capped group uses at most its cap's CPUs: its quota is the
+		// cap's, and the headroom above it (a thread that keeps its CPU
+		// busy is throttled now and then at exactly its CPU's quota,
+		// which the model does not show: threads-vs-quota 2x capped at
+		// 1 thread under 1 CPU, 1 of 41 periods).
+		lo = max(lo, r.roundUp(int64(threads)*1000))
+		top = min(top, float64(threads)*(1+r.headroom))
 	}
-	top := r.maxCPUs
-	if threads > 0 {
-		// A capped thread keeps its CPU busy for the whole period, and
-		// at exactly its CPU's quota the kernel's accounting throttles
-		// it now and then (threads-vs-quota 2x capped at 1 thread under
-		// 1 CPU: 1 of 41 periods), which the model does not: the quota
-		// is at least threadSlack above the cap, and at most the cap
-		// plus that.
-		floor := float64(threads) * (1 + threadSlack)
-		lo = max(lo, int64(math.Ceil(floor*1000/float64(r.step)))*r.step)
-		top = min(top, floor)
-	}
-	hi := int64(math.Floor(top*1000/float64(r.step))) * r.step
+	hi := int64(math.Floor(top*1000/float64(r.step)+1e-9)) * r.step
 	if hi < lo {
 		return Candidate{Kind: k, Note: fmt.Sprintf("not tried: its quota would be above %s", cpus(r.maxCPUs))}, nil
 	}
@@ -551,25 +584,29 @@ func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
 	if err != nil {
 		return Candidate{}, err
 	}
-	s := r.setting(k, m, threads)
-	p, err := r.p.predict(s)
+	c := Candidate{Kind: k, Setting: r.setting(k, m, threads), Meets: ok}
+	if !ok {
+		c.Note = fmt.Sprintf("none up to %s meets the target", cpus(float64(m)/1000))
+	} else {
+		c.FitMillicores = m
+		if up := min(r.roundUp(int64(math.Ceil(float64(m)*(1+r.headroom)-1e-9))), hi); up > m {
+			// Throttling is not quite monotone in the quota: the
+			// setting with headroom is kept only if it meets the
+			// target too.
+			if ok, err := meets(up); err != nil {
+				return Candidate{}, err
+			} else if ok {
+				c.Setting = r.setting(k, up, threads)
+			}
+		}
+	}
+	p, err := r.p.predict(c.Setting)
 	if err != nil {
 		return Candidate{}, err
 	}
-	c := Candidate{Kind: k, Setting: s, Prediction: &p, Meets: ok}
-	if !ok {
-		c.Note = fmt.Sprintf("none up to %s meets the target", cpus(float64(m)/1000))
-	}
+	c.Prediction = &p
 	return c, nil
 }
-
-// threadSlack is how far above a thread cap its quota is set.
-const threadSlack = 0.05
-
-// burstSlack is how far above the group's average demand a quota with
-// burst is set, at least: room for the host's noise (the same workload's
-// CPU time differs by a few percent from run to run).
-const burstSlack = 0.10
 
 // maxRetries bounds how often search looks above a point whose
 // neighbour failed.
@@ -759,6 +796,9 @@ func (r *run) reason() string {
 	case KindNoLimit:
 		head = fmt.Sprintf("no limit up to %s (the most CPUs allowed) meets %s: remove the limit", cpus(r.maxCPUs), g.Target)
 	}
+	if h := headroomText(rec.Candidate, g.Model.Headroom); h != "" {
+		head += " (" + h + ")"
+	}
 	parts := []string{head}
 	for _, c := range g.Tried {
 		if c.Kind == rec.Kind {
@@ -776,4 +816,13 @@ func (r *run) reason() string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// headroomText says how the headroom raised a candidate's setting ("" when
+// it did not).
+func headroomText(c Candidate, headroom float64) string {
+	if c.FitMillicores == 0 || c.Setting.Millicores() <= c.FitMillicores {
+		return ""
+	}
+	return fmt.Sprintf("%s met it in the simulation, raised by %s", cpus(float64(c.FitMillicores)/1000), headroomWords(headroom))
 }

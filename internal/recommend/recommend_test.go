@@ -142,10 +142,10 @@ func TestThreadsVsQuota(t *testing.T) {
 		}
 		switch {
 		case rec.Kind == KindThreads:
-			// The quota is threadSlack above the cap: a thread at
-			// exactly its CPU's quota is throttled now and then.
-			if rec.Setting.Threads != 1 || math.Abs(reservedOf(g)-(1+threadSlack)) > 1e-9 {
-				t.Errorf("%s: thread cap %s, want 1 thread on %v CPUs", name, rec.Setting, 1+threadSlack)
+			// The quota is the cap's CPUs and the headroom: a thread
+			// at exactly its CPU's quota is throttled now and then.
+			if rec.Setting.Threads != 1 || math.Abs(reservedOf(g)-(1+DefaultHeadroom)) > 1e-9 || rec.FitMillicores != 1000 {
+				t.Errorf("%s: thread cap %s (fit %dm), want 1 thread on %v CPUs, fit at 1000m", name, rec.Setting, rec.FitMillicores, 1+DefaultHeadroom)
 			}
 		case reservedOf(g) < float64(g.Model.Parallelism)*0.95:
 			t.Errorf("%s: %s %s for %d threads at once: neither a thread cap nor enough quota", name, rec.Kind, rec.Setting, g.Model.Parallelism)
@@ -174,6 +174,41 @@ func TestBurstSuiteNoBurst(t *testing.T) {
 	old := advise(t, "burst-no-burst", Options{Era: sim.Era5_4})
 	if old.Recommended.Kind != KindQuota || old.Tried[1].Prediction != nil || !strings.Contains(old.Tried[1].Note, "no CPU burst") {
 		t.Errorf("era 5.4: recommended %s, burst tried %+v: want a quota, burst not tried", old.Recommended.Kind, old.Tried[1])
+	}
+}
+
+// The headroom raises the fewest millicores that met the target in the
+// simulation, in steps; without it the recommendation is that fewest.
+func TestHeadroom(t *testing.T) {
+	edge := advise(t, "burst-no-burst", Options{Headroom: NoHeadroom})
+	rec := edge.Recommended
+	if edge.Model.Headroom != 0 || rec.FitMillicores == 0 || rec.Setting.Millicores() != rec.FitMillicores || strings.Contains(rec.Reason, "headroom") {
+		t.Errorf("without headroom: %s (fit %dm, model headroom %v), reason %q: want the fit itself", rec.Setting, rec.FitMillicores, edge.Model.Headroom, rec.Reason)
+	}
+	for _, h := range []float64{0, 0.25} {
+		g := advise(t, "burst-no-burst", Options{Headroom: h})
+		want := h
+		if h == 0 {
+			want = DefaultHeadroom
+		}
+		rec := g.Recommended
+		m, fit := rec.Setting.Millicores(), rec.FitMillicores
+		t.Logf("headroom %v: %s, fit %dm; without: %s", want, rec.Setting, fit, edge.Recommended.Setting)
+		if g.Model.Headroom != want || rec.Kind != KindBurst || !rec.Meets {
+			t.Errorf("headroom %v: %s %s (meets %v), model headroom %v", want, rec.Kind, rec.Setting, rec.Meets, g.Model.Headroom)
+		}
+		if up := float64(fit) * (1 + want); float64(m) < up-1e-9 || float64(m) >= up+DefaultStepMillicores || fit != edge.Recommended.FitMillicores {
+			t.Errorf("headroom %v: %dm from a fit of %dm (%dm without headroom): want the fit raised by %v, rounded up to %dm",
+				want, m, fit, edge.Recommended.FitMillicores, want, DefaultStepMillicores)
+		}
+		if !strings.Contains(rec.Reason, "raised by "+pct(want)+" of headroom") {
+			t.Errorf("reason %q does not say the headroom", rec.Reason)
+		}
+	}
+	for _, bad := range []float64{-0.5, 1.5} {
+		if _, err := Recommend(Input{Name: "x", Trace: readFixture(t, "burst-no-burst")}, Options{Headroom: bad}); err == nil {
+			t.Errorf("headroom %v: no error", bad)
+		}
 	}
 }
 

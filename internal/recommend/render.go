@@ -119,6 +119,14 @@ func predictionRow(role string, s Setting, p *Prediction, meets bool, note strin
 	return r
 }
 
+// headroomWords is the model's headroom for people: "10% of headroom".
+func headroomWords(h float64) string {
+	if h == 0 {
+		return "no headroom"
+	}
+	return pct(h) + " of headroom"
+}
+
 // rows are a group's lines: the current setting (measured and
 // predicted), the recommendation, the best of each kind tried, the
 // peers.
@@ -189,7 +197,7 @@ func Table(w io.Writer, groups []*Group) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintln(w, g.about())
-		fmt.Fprintf(w, "target: %s\n\n", g.Target)
+		fmt.Fprintf(w, "target: %s, %s\n\n", g.Target, headroomWords(g.Model.Headroom))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "\tsetting\tthrottled\tp99 stall\treserved CPUs\tmeets\t")
 		for _, r := range g.rows() {
@@ -257,8 +265,8 @@ func Markdown(w io.Writer, groups []*Group) error {
 	fmt.Fprintln(w, "# CPU limits: cfsprobe's recommendations")
 	for _, g := range groups {
 		fmt.Fprintf(w, "\n## %s\n\n", g.Name)
-		fmt.Fprintf(w, "%s.\n\nTarget: %s. **Recommended: %s (%s).** %s.\n\n",
-			g.about(), g.Target, g.Recommended.Setting, g.Recommended.Kind.Words(), capitalize(g.Recommended.Reason))
+		fmt.Fprintf(w, "%s.\n\nTarget: %s, %s. **Recommended: %s (%s).** %s.\n\n",
+			g.about(), g.Target, headroomWords(g.Model.Headroom), g.Recommended.Setting, g.Recommended.Kind.Words(), capitalize(g.Recommended.Reason))
 		fmt.Fprintln(w, "| | setting | throttled | p99 stall | reserved CPUs | meets | |")
 		fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---|")
 		for _, r := range g.rows() {

@@ -71,6 +71,19 @@ func ParseTarget(s string) (Target, error) {
 	return Target{}, fmt.Errorf("target %q: unknown kind %q: use %s", s, kind, TargetSyntax)
 }
 
+// ParseHeadroom reads a headroom as a percentage, "10%" or "10", from 0
+// to 100 %, as Options.Headroom takes it (0 % is NoHeadroom).
+func ParseHeadroom(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil || !(v >= 0 && v <= 100*MaxHeadroom) {
+		return 0, fmt.Errorf("%q is not a percentage from 0 to %v, such as 10%%", s, 100*MaxHeadroom)
+	}
+	if v == 0 {
+		return NoHeadroom, nil
+	}
+	return v / 100, nil
+}
+
 // String is the target as people read it: "throttled periods ≤ 1%".
 func (t Target) String() string {
 	switch t.Kind {
