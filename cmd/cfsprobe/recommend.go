@@ -68,10 +68,10 @@ advises the setting that reserves the least CPU and still meets the target:
 The fewest millicores that meet the target in the simulation are raised by
 --headroom (10 %), for what the model does not see: a rerun differs from its
 recording by a few percent of CPU time. A near-tie (within 5 %) goes to the
-simpler setting. Beside the advice are the
-current setting and the sizing rules in use, computed from the same data's
-minute-average usage and each predicted the same way: seed 003's p95 × 1.5,
-krr's simple strategy and VPA's target (--peers=false leaves them out).
+simpler setting. Beside the advice are the current setting and the sizing
+rules in use, computed from the same data's minute-average usage and each
+predicted the same way: seed 003's p95 × 1.5, krr's simple strategy and
+VPA's target (--peers=false leaves them out).
 Throttled periods are lower bounds of demand: the replay completes them
 (docs/simulate.md, "Replay"), so advice from a throttled group does not shrink
 toward the limit it ran under.
