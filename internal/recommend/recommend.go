@@ -244,16 +244,15 @@ func RecommendAll(ins []Input, opt Options) ([]*Group, error) {
 
 // run is one group being advised.
 type run struct {
-	in       Input
-	target   Target
-	p        *predictor
-	period   time.Duration
-	cpuset   string
-	maxCPUs  float64
-	step     int64
-	headroom float64
-	noPeers  bool
-	g        *Group
+	in      Input
+	target  Target
+	p       *predictor
+	period  time.Duration
+	cpuset  string
+	maxCPUs float64
+	step    int64
+	noPeers bool
+	g       *Group
 }
 
 // newRun checks the input and sets up its model.
@@ -353,7 +352,7 @@ func newRun(in Input, opt Options) (*run, error) {
 	if in.MinuteUsage != nil {
 		g.Windows = Windows{UsageCPUs: in.MinuteUsage, Formed: oneMinuteWindows(len(in.MinuteUsage)) + " given with the input"}
 	}
-	return &run{in: in, target: target, p: p, period: period, cpuset: cur.Cpuset, maxCPUs: maxCPUs, step: step, headroom: headroom, noPeers: opt.NoPeers, g: g}, nil
+	return &run{in: in, target: target, p: p, period: period, cpuset: cur.Cpuset, maxCPUs: maxCPUs, step: step, noPeers: opt.NoPeers, g: g}, nil
 }
 
 // demandOf is the replay's method for a trace: its workload's, when its
@@ -565,15 +564,15 @@ func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
 		// quota is at least the average (and the headroom puts it
 		// above: at exactly the average, any work the model does not
 		// see drains the allowance too).
-		lo = max(lo, r.roundUp(int64(math.Ceil(r.g.Model.DemandCPUs*1000-1e-9))))
+		lo = max(lo, r.atLeast(r.g.Model.DemandCPUs))
 	case threads > 0:
 		// A capped group uses at most its cap's CPUs: its quota is the
 		// cap's, and the headroom above it (a thread that keeps its CPU
 		// busy is throttled now and then at exactly its CPU's quota,
 		// which the model does not show: threads-vs-quota 2x capped at
 		// 1 thread under 1 CPU, 1 of 41 periods).
-		lo = max(lo, r.roundUp(int64(threads)*1000))
-		top = min(top, float64(threads)*(1+r.headroom))
+		lo = max(lo, r.atLeast(float64(threads)))
+		top = min(top, float64(threads)*(1+r.g.Model.Headroom))
 	}
 	hi := int64(math.Floor(top*1000/float64(r.step)+1e-9)) * r.step
 	if hi < lo {
@@ -584,28 +583,37 @@ func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
 	if err != nil {
 		return Candidate{}, err
 	}
-	c := Candidate{Kind: k, Setting: r.setting(k, m, threads), Meets: ok}
+	c := Candidate{Kind: k, Meets: ok}
 	if !ok {
 		c.Note = fmt.Sprintf("none up to %s meets the target", cpus(float64(m)/1000))
 	} else {
 		c.FitMillicores = m
-		if up := min(r.roundUp(int64(math.Ceil(float64(m)*(1+r.headroom)-1e-9))), hi); up > m {
-			// Throttling is not quite monotone in the quota: the
-			// setting with headroom is kept only if it meets the
-			// target too.
-			if ok, err := meets(up); err != nil {
+		// Throttling is not quite monotone in the quota: the setting
+		// with headroom is kept only if it meets the target too.
+		if up := min(r.atLeast(float64(m)/1000*(1+r.g.Model.Headroom)), hi); up > m {
+			c.Setting = r.setting(k, up, threads)
+			p, err := r.p.predict(c.Setting)
+			if err != nil {
 				return Candidate{}, err
-			} else if ok {
-				c.Setting = r.setting(k, up, threads)
+			}
+			if r.target.Met(p) {
+				c.Prediction = &p
+				return c, nil
 			}
 		}
 	}
+	c.Setting = r.setting(k, m, threads)
 	p, err := r.p.predict(c.Setting)
 	if err != nil {
 		return Candidate{}, err
 	}
 	c.Prediction = &p
 	return c, nil
+}
+
+// atLeast is the fewest millicores on the step's grid that hold cpus.
+func (r *run) atLeast(cpus float64) int64 {
+	return r.roundUp(int64(math.Ceil(cpus*1000 - 1e-9)))
 }
 
 // maxRetries bounds how often search looks above a point whose
