@@ -34,24 +34,41 @@ vpkg=k8s.io/component-base/version
 kflags="-s -w -X $vpkg.gitVersion=$version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean"
 kflags="$kflags -X k8s.io/client-go/pkg/version.gitVersion=$version -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 export CGO_ENABLED=0
-# build NAME LDFLAGS PACKAGE: go build into $dir/NAME unless it is there.
-build() {
-	[ -x "$dir/$1" ] && return 0
+# gobuild LDFLAGS NAME=PACKAGE...: the commands whose NAME is not in $dir
+# yet, in one go build, which compiles their packages side by side and
+# links them in parallel: one build after another leaves a CPU idle in
+# each link (the five Kubernetes commands from an empty build cache: 275 s
+# in one build, 307 s one after another). The linker ignores -X for
+# packages a command lacks.
+gobuild() {
+	local ldflags=$1 names=() list=() tmp i exe
+	shift
+	for np in "$@"; do
+		[ -x "$dir/${np%%=*}" ] || { names+=("${np%%=*}"); list+=("${np#*=}"); }
+	done
+	[ ${#names[@]} -gt 0 ] || return 0
 	built=1
-	echo "build.sh: $1" >&2
-	$GO build -trimpath -ldflags "$2" -o "$dir/$1.tmp" "$3"
-	mv "$dir/$1.tmp" "$dir/$1"
+	echo "build.sh: ${names[*]}" >&2
+	tmp=$(mktemp -d "$dir/.build.XXXXXX")
+	$GO build -trimpath -ldflags "$ldflags" -o "$tmp/" "${list[@]}"
+	for i in "${!names[@]}"; do
+		# go build's name: the path's last element, or the one before
+		# a major version's (go.etcd.io/etcd/server/v3: server).
+		exe=${list[$i]##*/}
+		[[ $exe =~ ^v[0-9]+$ ]] && { exe=${list[$i]%/*}; exe=${exe##*/}; }
+		mv "$tmp/$exe" "$dir/${names[$i]}"
+	done
+	rmdir "$tmp"
 }
+trap 'rm -rf "$dir"/.build.*' EXIT
 start=$(date +%s)
 built=0
-for cmd in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
-	build "$cmd" "$kflags" "k8s.io/kubernetes/cmd/$cmd"
-done
-build etcd "-s -w" go.etcd.io/etcd/server/v3
+k=k8s.io/kubernetes/cmd
+gobuild "$kflags" kube-apiserver=$k/kube-apiserver kube-controller-manager=$k/kube-controller-manager \
+	kube-scheduler=$k/kube-scheduler kubelet=$k/kubelet kubectl=$k/kubectl etcd=go.etcd.io/etcd/server/v3
 cd "$here/cni"
-for p in main/loopback main/ptp ipam/host-local; do
-	build "${p#*/}" "-s -w" "github.com/containernetworking/plugins/plugins/$p"
-done
+c=github.com/containernetworking/plugins/plugins
+gobuild "-s -w" loopback=$c/main/loopback ptp=$c/main/ptp host-local=$c/ipam/host-local
 cd "$here"
 if [ ! -x "$dir/pause" ]; then
 	built=1
