@@ -36,7 +36,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build image k8s-bins helm-bin deps test test-untimed test-compile leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image k8s-bins deps test test-untimed test-compile leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -129,7 +129,7 @@ test: deps leftovers-before
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-untimed
 	$(MAKE) --no-print-directory -j1 test-unit test-v2 leftovers-after
 
-test-untimed: k8s-bins helm-bin test-compile lint test-preload fuzz
+test-untimed: k8s-bins test-compile lint test-preload fuzz
 
 # test-compile builds every test binary with the race detector (and runs
 # none of their tests), so that test-unit finds them in the build cache.
@@ -147,19 +147,14 @@ leftovers-after:
 
 # k8s-bins builds the Kubernetes node that test/kubernetes starts (kubelet,
 # control plane, kubectl, etcd, CNI plugins, the sandbox's pause program)
-# from the Go module proxy, once per machine: into
+# and helm with the Prometheus Operator's ServiceMonitor and PrometheusRule
+# CRDs (the chart's tests: test/deploy, test/kubernetes) from the Go module
+# proxy, once per machine: into
 # $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/k8s-<version>/, about 10 minutes on
 # 2 cores the first time, nothing after (test/kubernetes/build/build.sh).
 k8s-bins:
 	@command -v $(CC) >/dev/null || $(MAKE) deps
 	./test/kubernetes/build/build.sh >/dev/null
-
-# helm-bin builds helm (the chart's tests: test/deploy, test/kubernetes)
-# from the Go module proxy, once per version, into
-# $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/helm-<version>/ with the Prometheus
-# Operator's ServiceMonitor and PrometheusRule CRDs (test/helm/build/build.sh).
-helm-bin:
-	./test/helm/build/build.sh >/dev/null
 
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.

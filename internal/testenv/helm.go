@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// Helm is helm as `make helm-bin` builds it (test/helm/build/build.sh),
-// with the Prometheus Operator's CRDs beside it.
+// Helm is helm as `make k8s-bins` builds it with the Kubernetes node
+// (test/kubernetes/build/build.sh), with the Prometheus Operator's CRDs
+// beside it.
 type Helm struct {
 	Bin  string // the helm binary
 	CRDs string // the ServiceMonitor and PrometheusRule CRDs' directory
@@ -19,14 +20,14 @@ type Helm struct {
 // build it.
 func NeedHelm(t testing.TB, root string) Helm {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(root, "test/helm/build/build.sh"), "--check").Output()
+	out, err := exec.Command(filepath.Join(root, "test/kubernetes/build/build.sh"), "--check").Output()
 	if err != nil {
-		const why = "helm is not built (run `make helm-bin`, a few minutes once per machine)"
+		const why = "helm is not built (run `make k8s-bins`, about 10 minutes once per machine)"
 		if Required() {
 			t.Fatalf("%s=1 but %s", RequireEnv, why)
 		}
 		t.Skipf("%s; set %s=1 to make this a failure", why, RequireEnv)
 	}
-	bin := strings.TrimSpace(string(out))
-	return Helm{Bin: bin, CRDs: filepath.Join(filepath.Dir(bin), "crds")}
+	dir := strings.TrimSpace(string(out))
+	return Helm{Bin: filepath.Join(dir, "helm"), CRDs: filepath.Join(dir, "crds")}
 }

@@ -5,9 +5,9 @@
 // chart deploy/helm/cfsprobe in its place, with TLS and basic auth
 // (helm_test.go).
 //
-// The node's binaries are built once per machine by `make k8s-bins`
-// (test/kubernetes/build), helm by `make helm-bin` (test/helm/build);
-// without them the test skips, or fails under CFSPROBE_REQUIRE_CGROUPS=1.
+// The node's binaries and helm are built once per machine by `make
+// k8s-bins` (test/kubernetes/build); without them the test skips, or fails
+// under CFSPROBE_REQUIRE_CGROUPS=1.
 package kubernetes
 
 import (
