@@ -126,7 +126,8 @@ deps:
 # compiled every package's tests to list its targets). On a machine that
 # has the builds, about 2.5 minutes. Then, one at a time (-j1, also under
 # make -jN), the tests that measure on real cgroups, which must not
-# compete for the CPUs with anything of ours: about 22 minutes.
+# compete for the CPUs with anything of ours: about 23 minutes (33 for
+# make test in all, fresh).
 test: deps leftovers-before
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-untimed
 	$(MAKE) --no-print-directory -j1 test-unit test-v2 leftovers-after
