@@ -583,7 +583,7 @@ func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
 	if err != nil {
 		return Candidate{}, err
 	}
-	c := Candidate{Kind: k, Meets: ok}
+	c := Candidate{Kind: k, Setting: r.setting(k, m, threads), Meets: ok}
 	if !ok {
 		c.Note = fmt.Sprintf("none up to %s meets the target", cpus(float64(m)/1000))
 	} else {
@@ -591,18 +591,17 @@ func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
 		// Throttling is not quite monotone in the quota: the setting
 		// with headroom is kept only if it meets the target too.
 		if up := min(r.atLeast(float64(m)/1000*(1+r.g.Model.Headroom)), hi); up > m {
-			c.Setting = r.setting(k, up, threads)
-			p, err := r.p.predict(c.Setting)
+			s := r.setting(k, up, threads)
+			p, err := r.p.predict(s)
 			if err != nil {
 				return Candidate{}, err
 			}
 			if r.target.Met(p) {
-				c.Prediction = &p
+				c.Setting, c.Prediction = s, &p
 				return c, nil
 			}
 		}
 	}
-	c.Setting = r.setting(k, m, threads)
 	p, err := r.p.predict(c.Setting)
 	if err != nil {
 		return Candidate{}, err

@@ -22,7 +22,7 @@ func NeedHelm(t testing.TB, root string) Helm {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(root, "test/kubernetes/build/build.sh"), "--check").Output()
 	if err != nil {
-		const why = "helm is not built (run `make k8s-bins`, about 10 minutes once per machine)"
+		const why = "helm is not built (run `make k8s-bins`, 5 to 10 minutes once per machine)"
 		if Required() {
 			t.Fatalf("%s=1 but %s", RequireEnv, why)
 		}

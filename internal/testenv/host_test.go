@@ -15,9 +15,11 @@ import (
 
 func TestProcessesNaming(t *testing.T) {
 	marker := fmt.Sprintf("cfsprobe-testenv-marker-%d-%d", os.Getpid(), time.Now().UnixNano())
-	// "; :" keeps the shell from replacing itself with sleep: its command
-	// line, which names the marker, stays.
-	cmd := exec.Command("sh", "-c", "sleep 60; :", marker)
+	// sleep with the marker as its argv[0]: one process, whose command line
+	// names it from exec on. (A shell naming it forks a child that names it
+	// too, until that child execs.)
+	cmd := exec.Command("sleep", "60")
+	cmd.Args[0] = marker
 	if err := tied.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func TestProcessesNaming(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(pids, []int{cmd.Process.Pid}) {
-		t.Errorf("ProcessesNaming = %v, want [%d] (the shell; not this test, whose command line does not name it)", pids, cmd.Process.Pid)
+		t.Errorf("ProcessesNaming = %v, want [%d] (the sleep; not this test, whose command line does not name it)", pids, cmd.Process.Pid)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()

@@ -76,8 +76,8 @@ gobuild() {
 		[[ $exe =~ ^v[0-9]+$ ]] && { exe=${list[$i]%/*}; exe=${exe##*/}; }
 		mv "$tmp/$exe" "$dir/${names[$i]}"
 	done
-	rmdir "$tmp"
 }
+# The temporary directories of gobuild, emptied or not.
 trap 'rm -rf "$dir"/.build.*' EXIT
 start=$(date +%s)
 built=0
