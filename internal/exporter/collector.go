@@ -69,6 +69,8 @@ const (
 	helpDemand           = "CPU the cgroup wanted in each enforcement period, in CPUs: its usage, and in a throttled period also the work of the time it stood still at the CPUs it ran on; one observation per period the kernel counted."
 	helpStopped          = "CPUs whose run queues the kernel stopped in each throttled enforcement period: how many CPUs the cgroup ran on when its quota ran out; one observation per throttled period."
 	helpStall            = "Wall-clock time the cgroup's runnable tasks stood still in each throttled enforcement period; one observation per throttled period."
+	helpStretches        = "Throttled stretches of the cgroup (runs of consecutive throttled enforcement periods) that ended: the period after the last one was not throttled."
+	helpCaughtUp         = "Throttled stretches after which the cgroup caught up: in the period right after, it ran for at least a tenth of its quota, doing the work the stalls delayed (a closed loop) rather than having lost it (a loop that runs for a time)."
 	helpUnderQuota       = "Throttled enforcement periods in which the cgroup used less than half its quota: the signature of the kernel defects cfsprobe check tests for."
 
 	helpBuildInfo      = "cfsprobe's version and the Go version it was built with; always 1."
@@ -239,6 +241,18 @@ func groupFamilies() []*family {
 			hist: func(r row) *monitor.Histogram {
 				return histOf(r, func(h *monitor.GroupPeriods) *monitor.Histogram { return &h.Stall })
 			}},
+		f("cfsprobe_throttled_stretches_total", helpStretches, counter, func(r row) (float64, bool) {
+			if r.h == nil {
+				return 0, false
+			}
+			return float64(r.h.Stretches.Ended), true
+		}),
+		f("cfsprobe_throttled_stretches_caught_up_total", helpCaughtUp, counter, func(r row) (float64, bool) {
+			if r.h == nil {
+				return 0, false
+			}
+			return float64(r.h.Stretches.CaughtUp), true
+		}),
 		f("cfsprobe_throttled_under_quota_periods_total", helpUnderQuota, counter, func(r row) (float64, bool) {
 			if r.h == nil {
 				return 0, false

@@ -51,11 +51,17 @@ type PeriodHistograms struct {
 	Stopped    Histogram // CPUs stopped per throttled period (trace.Period.Stopped)
 	UnderQuota uint64    // throttled periods with usage under trace.UnderQuotaRatio of the quota
 	MaxStallNs int64     // the longest stall
+	// Stretches are the throttled stretches that ended, and those the
+	// group caught up after, over all its periods, blurred ones too (a
+	// recording's periods as the recommender reads them).
+	Stretches trace.Stretches
 }
 
 // Observe counts one period of a group with the given quota that can run
-// on at most cpus CPUs (0: no bound); a blurred period is not counted.
+// on at most cpus CPUs (0: no bound); a blurred period is counted in
+// Stretches only.
 func (h *PeriodHistograms) Observe(p trace.Period, quota time.Duration, cpus int) {
+	h.Stretches.Add(p, quota)
 	if p.Blurred {
 		return
 	}

@@ -380,6 +380,9 @@ func newRun(in Input, opt Options) (*run, error) {
 // Without throttling every method replays the usage as it was (open).
 func demandOf(tr *trace.Trace) (sim.Demand, string) {
 	if d, from := sim.TraceDemand(tr.Spec); from != "default" {
+		if st := tr.Spec.Stretches; tr.Spec.Synthetic != "" && st != nil {
+			from = fmt.Sprintf("%s: %d of %d throttled stretches caught up after", from, st.CaughtUp, st.Ended)
+		}
 		return d, from
 	}
 	ps := tr.Periods
@@ -409,50 +412,30 @@ func demandOf(tr *trace.Trace) (sim.Demand, string) {
 		}
 		return sim.DemandTimed, fmt.Sprintf("a throttled stretch lasted to the trace's end, longer than any that ended (%d periods, against %d)", cut, longestEnded)
 	}
-	quota := tr.Limits.Cgroup().Quota
-	ended, caught := 0, 0
 	n := len(ps)
 	if cut > 0 {
 		n = runs[len(runs)-1][0] // the stretch the end cut did not end
 	}
-	for i := 1; i < n; i++ {
-		if ps[i-1].Throttled && !ps[i].Throttled {
-			ended++
-			if caughtUp(ps[i-1], ps[i], quota) {
-				caught++
-			}
-		}
+	var st trace.Stretches
+	for _, p := range ps[:n] {
+		st.Add(p, tr.Limits.Cgroup().Quota)
 	}
+	return stretchDemand(st)
+}
+
+// stretchDemand is the replay's method for a group whose throttled
+// stretches ended as st counts them (trace.Stretches): closed when it
+// caught up after nearly every one, open when none ended (no throttled
+// period), else timed.
+func stretchDemand(st trace.Stretches) (sim.Demand, string) {
 	switch {
-	case ended == 0:
+	case st.Ended == 0:
 		return sim.DemandOpen, "no throttled period"
-	case float64(caught) >= closedShare*float64(ended):
-		return sim.DemandClosed, fmt.Sprintf("%d of %d throttled stretches caught up after", caught, ended)
+	case st.Closed():
+		return sim.DemandClosed, fmt.Sprintf("%d of %d throttled stretches caught up after", st.CaughtUp, st.Ended)
 	}
-	return sim.DemandTimed, fmt.Sprintf("%d of %d throttled stretches caught up after: the work of the others' stalls was lost", caught, ended)
+	return sim.DemandTimed, fmt.Sprintf("%d of %d throttled stretches caught up after: the work of the others' stalls was lost", st.CaughtUp, st.Ended)
 }
-
-// caughtUp says whether the period after a throttled stretch's last
-// shows the group doing the work the stretch delayed: it came right after
-// (the group did not go idle, which the trace shows as a gap) and, let go
-// at the refill, the group ran for at least CatchUpShare of the quota. A
-// loop whose deadline passed while it stood still runs for a moment (it
-// reads the clock and sleeps); a closed loop runs on until its work is
-// done, and delayed work is rarely much less than its share of a period.
-func caughtUp(last, after trace.Period, quota time.Duration) bool {
-	return quota > 0 && after.StartNs-last.EndNs < int64(last.Length()/2) && float64(after.UsageNs) >= CatchUpShare*float64(quota)
-}
-
-// closedShare is the share of the throttled stretches that must have
-// caught up for a group to be taken for a closed loop: a closed loop
-// catches up after every one (a few readings may be off), a loop that
-// runs for a time only when its deadline falls after the refill.
-const closedShare = 0.9
-
-// CatchUpShare is the share of the quota a group must use in the period
-// after a throttled stretch to be taken for catching up with the work
-// the stretch delayed.
-const CatchUpShare = 0.1
 
 // advise runs the method.
 func (r *run) advise() (*Group, error) {

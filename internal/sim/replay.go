@@ -151,10 +151,16 @@ func (r *Replayer) Record() *trace.Replay {
 // (closed) or wall time (timed); a synthetic trace (Spec.Synthetic), whose
 // periods stand for a distribution of per-period demand in no real order,
 // is replayed period by period, each wanting its own demand and none of
-// it carried to another (timed); anything else, a command or a recorded
-// group, is taken for a service whose requests come on their own (open).
+// it carried to another (timed), unless the throttled stretches the
+// exporter counted show a closed loop (Spec.Stretches, Stretches.Closed):
+// then its usage is its work, only delayed (closed); anything else, a
+// command or a recorded group, is taken for a service whose requests come
+// on their own (open).
 func TraceDemand(spec trace.Spec) (Demand, string) {
 	if spec.Synthetic != "" {
+		if st := spec.Stretches; st != nil && st.Closed() {
+			return DemandClosed, "synthetic"
+		}
 		return DemandTimed, "synthetic"
 	}
 	if p := spec.Params; p != nil {

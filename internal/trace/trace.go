@@ -98,6 +98,12 @@ type Spec struct {
 	// Synthetic, on a trace that is not a measurement, says where it comes
 	// from.
 	Synthetic string `json:"synthetic,omitempty"`
+	// Stretches, on a synthetic trace built from the exporter's series,
+	// are the group's throttled stretches as the exporter counted them
+	// over the window: the trace's periods are in a made-up order, so
+	// replay reads whether the group is a closed loop from these
+	// (sim.TraceDemand).
+	Stretches *Stretches `json:"stretches,omitempty"`
 	// Simulated is set on a trace that internal/sim wrote from its model
 	// rather than from a measurement.
 	Simulated *Simulated `json:"simulated,omitempty"`

@@ -184,12 +184,17 @@ const (
 	qStopped
 	qStoppedSum
 	qStoppedCount
+	qStretches
+	qCaughtUp
 	qUsage
 	qMinutes
 	qHostCPUs
 	qHostInfo
 	nQueries
 )
+
+// QueryCount is how many instant queries Query runs.
+const QueryCount = nQueries
 
 // queries are the instant queries of the window (docs/recommend-fleet.md).
 func queries(sel string, since time.Duration) []string {
@@ -214,6 +219,8 @@ func queries(sel string, since time.Duration) []string {
 	q[qStopped] = inc("cfsprobe_period_stopped_cpus_bucket")
 	q[qStoppedSum] = inc("cfsprobe_period_stopped_cpus_sum")
 	q[qStoppedCount] = inc("cfsprobe_period_stopped_cpus_count")
+	q[qStretches] = inc("cfsprobe_throttled_stretches_total")
+	q[qCaughtUp] = inc("cfsprobe_throttled_stretches_caught_up_total")
 	q[qUsage] = strings.Join(usage, " or ")
 	q[qMinutes] = "count_over_time(" + m(minuteRule) + w + ")"
 	q[qHostCPUs] = "last_over_time(cfsprobe_host_cpus" + w + ")"
@@ -264,6 +271,8 @@ func assemble(res []model.Vector, opt Options, end time.Time) []Series {
 	})
 	each(qStoppedSum, func(g *Series, s *model.Sample) { g.Stopped.Sum = float64(s.Value) })
 	each(qStoppedCount, func(g *Series, s *model.Sample) { g.Stopped.Count = float64(s.Value) })
+	each(qStretches, func(g *Series, s *model.Sample) { g.Stretches, g.HasStretches = float64(s.Value), true })
+	each(qCaughtUp, func(g *Series, s *model.Sample) { g.CaughtUp = float64(s.Value) })
 	each(qUsage, func(g *Series, s *model.Sample) {
 		if q, err := strconv.ParseFloat(string(s.Metric["quantile"]), 64); err == nil && !math.IsNaN(float64(s.Value)) {
 			g.UsageQuantiles[q] = float64(s.Value)

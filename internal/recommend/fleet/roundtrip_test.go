@@ -13,11 +13,13 @@ import (
 
 // seriesOf is what Prometheus would hold of a recorded group over the
 // recording: the exporter's demand and stopped-CPU histograms of the
-// periods read closely (as its sampler observes them), the periods the
-// kernel counted, the limits and the host.
+// periods read closely (as its sampler observes them), its throttled
+// stretches, the periods the kernel counted, the limits and the host.
 func seriesOf(tr *trace.Trace) Series {
 	var demand, stopped []float64
+	var st trace.Stretches
 	for _, p := range tr.Periods {
+		st.Add(p, tr.Limits.Cgroup().Quota)
 		if p.Blurred {
 			continue
 		}
@@ -34,6 +36,7 @@ func seriesOf(tr *trace.Trace) Series {
 	return Series{Key: Key{Cgroup: tr.Cgroup.Path}, Window: time.Duration(tr.Summary.WallNs), End: time.Unix(0, 0),
 		QuotaCPUs: quota, PeriodSeconds: lim.Period.Seconds(), BurstSeconds: lim.Burst.Seconds(), HasBurst: tr.Host.BurstSupported,
 		Host: tr.Host, Periods: float64(tr.Summary.NrPeriods),
+		Stretches: float64(st.Ended), CaughtUp: float64(st.CaughtUp), HasStretches: true,
 		Demand: histogramOf(exporter.DemandBuckets, demand...), Stopped: histogramOf(exporter.StoppedBuckets, stopped...)}
 }
 
@@ -46,11 +49,16 @@ func seriesOf(tr *trace.Trace) Series {
 // from its recording, replayed as if the 2 ms it was let use were all its
 // work, against 680m from Prometheus; 4 threads burning 40 ms once a
 // second, recorded without a limit, with its flags taken out as a
-// recording has none.
+// recording has none; and a closed loop throttled under its limit (2
+// threads burning 80 ms of CPU a second under 0.2 CPU), which caught up
+// after nearly every stretch: 0.92 CPUs + burst from its recording, 1.1
+// CPUs capped to 1 thread from its histograms alone, read as a loop that
+// runs for a time, before the exporter counted stretches.
 func TestSynthesisRoundTrip(t *testing.T) {
 	for _, path := range []string{
 		"testdata/recorded-1-thread-10ms-every-200ms-under-0.02cpu.json",
 		"../testdata/bursty-4-threads-40ms-per-second-unlimited.json",
+		"../testdata/recorded-bursty-2-threads-80ms-per-second-0.2cpu.json",
 	} {
 		tr, err := trace.ReadFile(path)
 		if err != nil {

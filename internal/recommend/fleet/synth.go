@@ -31,6 +31,11 @@ type Series struct {
 	// Demand is the increase of cfsprobe_period_demand_cpus; Stopped of
 	// cfsprobe_period_stopped_cpus.
 	Demand, Stopped Histogram
+	// Stretches is the increase of cfsprobe_throttled_stretches_total,
+	// CaughtUp of cfsprobe_throttled_stretches_caught_up_total;
+	// HasStretches says the exporter has them (an older one does not).
+	Stretches, CaughtUp float64
+	HasStretches        bool
 	// UsageQuantiles are quantiles of the minute averages of usage
 	// (cgroup:cfsprobe_cpu_usage:rate1m) over the window, by quantile;
 	// Minutes is how many there are.
@@ -129,7 +134,9 @@ var UsageQuantiles = []float64{0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1}
 // large ones; each period as a recording under the current limits would
 // have it (a demand above the quota is a throttled period, which used the
 // quota and stood still on the stopped CPUs for as long as the demand
-// says); the limits the current ones.
+// says); the limits the current ones; and the throttled stretches the
+// exporter counted (Spec.Stretches), from which replay reads whether the
+// group is a closed loop.
 func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 	if opt.MaxPeriods <= 0 {
 		opt.MaxPeriods = DefaultMaxPeriods
@@ -172,12 +179,18 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 		Limits: trace.LimitsOf(lim),
 		Cgroup: trace.Cgroup{Path: s.Key.Cgroup, Version: s.Host.CPUController},
 	}
+	if s.HasStretches {
+		tr.Spec.Stretches = &trace.Stretches{Ended: int64(math.Round(s.Stretches)), CaughtUp: int64(math.Round(s.CaughtUp))}
+	}
 	// The idle stretch: a simulated kernel stops counting periods a
 	// period after the group went idle, so that one stretch adds one
 	// period to its count where as many single idle periods between the
 	// counted ones would each be counted.
 	idle := int64(math.Round(float64(n)/share)) - int64(n)
 	order := spread(n)
+	if st := tr.Spec.Stretches; st != nil && st.Closed() {
+		order = inStretches(values, func(v float64) bool { return time.Duration(v*float64(period)) > lim.Quota }, int(st.Ended))
+	}
 	for j := 0; j < n; j++ {
 		start := int64(j) * int64(period)
 		if j >= n/2 {
@@ -342,6 +355,54 @@ func spread(n int) []int {
 	}
 	for k := range out {
 		out[k] = k * step % n
+	}
+	return out
+}
+
+// inStretches is the order of a closed loop's periods (values sorted
+// ascending, throttled says which are above the quota): the throttled
+// ones in as many stretches of consecutive periods as the exporter
+// counted (at most one a throttled period), the k-th largest in stretch k
+// mod their number, each stretch followed by its catch-up (the largest of
+// the others, while they last), the stretches spaced evenly with the rest
+// between them in spread order. A closed loop's work is its usage, only
+// delayed: replay joins a stretch's periods into the one piece of work
+// they were (sim.Replay, closedOffset), and a burst allowance is sized by
+// that piece, which periods spread one by one would hide.
+func inStretches(values []float64, throttled func(float64) bool, stretches int) []int {
+	n := len(values)
+	k := 0 // the throttled values are the last k
+	for k < n && throttled(values[n-1-k]) {
+		k++
+	}
+	if k == 0 || stretches <= 0 {
+		return spread(n)
+	}
+	e := min(stretches, k)
+	runs := make([][]int, e)
+	for j := 0; j < k; j++ {
+		runs[j%e] = append(runs[j%e], n-1-j)
+	}
+	// The catch-ups, then the rest in spread order.
+	rest := n - k
+	catch := min(e, rest)
+	var others []int
+	for _, i := range spread(rest) {
+		if i < rest-catch {
+			others = append(others, i)
+		}
+	}
+	out := make([]int, 0, n)
+	used := 0
+	for r, run := range runs {
+		out = append(out, run...)
+		if r < catch {
+			out = append(out, rest-1-r)
+		}
+		// The others up to this stretch's share of them.
+		upto := len(others) * (r + 1) / e
+		out = append(out, others[used:upto]...)
+		used = upto
 	}
 	return out
 }

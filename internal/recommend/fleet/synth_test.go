@@ -219,3 +219,53 @@ func TestSynthesizeIdleStretch(t *testing.T) {
 		t.Errorf("the simulated kernel counted %d periods, want about the 400 the real one did", n)
 	}
 }
+
+// A closed loop as the exporter counts it: 60 throttled periods of 0.4
+// CPU under 0.2, in 20 stretches of which 19 caught up, among 400 periods
+// of 0.05 and 20 catch-ups of 0.1. The synthetic trace says so
+// (Spec.Stretches), replay reads it as closed, and its throttled periods
+// come in 20 stretches of 3, each followed by a catch-up. Without the
+// counters (an older exporter) it is timed, its throttled periods spread.
+func TestSynthesizeClosedLoopInStretches(t *testing.T) {
+	v := append(append(repeat(0.05, 400), repeat(0.1, 20)...), repeat(0.4, 60)...)
+	s := Series{Key: Key{Cgroup: "/closed"}, Window: 48 * time.Second, QuotaCPUs: 0.2, PeriodSeconds: 0.1,
+		Host: trace.Host{CPUs: 2}, Periods: 480, Demand: histogramOf(r10, v...),
+		Stopped:   histogramOf([]float64{1, 2}, repeat(2, 60)...),
+		Stretches: 20, CaughtUp: 19, HasStretches: true}
+	runsOf := func(tr *trace.Trace) (runs, caught int) {
+		ps := tr.Periods
+		for i, p := range ps {
+			if p.Throttled && (i == 0 || !ps[i-1].Throttled) {
+				runs++
+			}
+			if i > 0 && ps[i-1].Throttled && !p.Throttled && p.UsageNs >= int64(time.Duration(0.1*float64(tr.Limits.Cgroup().Quota))) {
+				caught++
+			}
+		}
+		return runs, caught
+	}
+	tr, _, err := Synthesize(s, SynthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := tr.Spec.Stretches; st == nil || st.Ended != 20 || st.CaughtUp != 19 {
+		t.Errorf("spec.stretches %+v, want 20 ended, 19 caught up", st)
+	}
+	if d, from := sim.TraceDemand(tr.Spec); d != sim.DemandClosed {
+		t.Errorf("replayed as %s (%s), want closed", d, from)
+	}
+	if runs, caught := runsOf(tr); runs != 20 || caught != 20 {
+		t.Errorf("%d throttled stretches, %d followed by a catch-up, want 20 and 20", runs, caught)
+	}
+	s.Stretches, s.CaughtUp, s.HasStretches = 0, 0, false
+	tr, _, err = Synthesize(s, SynthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := sim.TraceDemand(tr.Spec); tr.Spec.Stretches != nil || d != sim.DemandTimed {
+		t.Errorf("without the stretch counters: spec.stretches %+v, replayed as %s, want none and timed", tr.Spec.Stretches, d)
+	}
+	if runs, _ := runsOf(tr); runs < 50 {
+		t.Errorf("without the stretch counters: %d throttled stretches, want the 60 periods spread (at least 50)", runs)
+	}
+}
