@@ -168,6 +168,13 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 	n := min(int(math.Round(observed)), opt.MaxPeriods)
 	values := demandQuantiles(s.Demand, n)
 	par := parallelism(s.Stopped, values, s.Host.CPUs)
+	throttled := func(v float64) bool { return !lim.Unlimited() && time.Duration(v*float64(period)) > lim.Quota }
+	var stretches *trace.Stretches
+	if s.HasStretches {
+		stretches = &trace.Stretches{Ended: int64(math.Round(s.Stretches)), CaughtUp: int64(math.Round(s.CaughtUp))}
+	}
+	closed := stretches != nil && stretches.Closed()
+	stopped := stoppedCPUs(s.Stopped, s.Demand, values, throttled, s.QuotaCPUs, par, closed)
 
 	tr := &trace.Trace{
 		Schema: trace.Schema,
@@ -179,24 +186,22 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 		Limits: trace.LimitsOf(lim),
 		Cgroup: trace.Cgroup{Path: s.Key.Cgroup, Version: s.Host.CPUController},
 	}
-	if s.HasStretches {
-		tr.Spec.Stretches = &trace.Stretches{Ended: int64(math.Round(s.Stretches)), CaughtUp: int64(math.Round(s.CaughtUp))}
-	}
+	tr.Spec.Stretches = stretches
 	// The idle stretch: a simulated kernel stops counting periods a
 	// period after the group went idle, so that one stretch adds one
 	// period to its count where as many single idle periods between the
 	// counted ones would each be counted.
 	idle := int64(math.Round(float64(n)/share)) - int64(n)
 	order := spread(n)
-	if st := tr.Spec.Stretches; st != nil && st.Closed() {
-		order = inStretches(values, func(v float64) bool { return time.Duration(v*float64(period)) > lim.Quota }, int(st.Ended))
+	if closed {
+		order = inStretches(values, throttled, int(math.Round(float64(stretches.Ended)*float64(n)/observed)))
 	}
 	for j := 0; j < n; j++ {
 		start := int64(j) * int64(period)
 		if j >= n/2 {
 			start += idle * int64(period)
 		}
-		tr.Periods = append(tr.Periods, recorded(start, period, lim, values[order[j]], par))
+		tr.Periods = append(tr.Periods, recorded(start, period, lim, values[order[j]], stopped[order[j]]))
 	}
 	last := tr.Periods[len(tr.Periods)-1]
 	sum := &tr.Summary
@@ -339,6 +344,76 @@ func parallelism(stopped Histogram, values []float64, cpus int) int {
 		par = min(par, cpus)
 	}
 	return max(par, 1)
+}
+
+// stoppedCPUs are the CPUs each period stood still on when throttled
+// (values sorted ascending, throttled says which are above the quota),
+// and, with snap (a closed loop), it snaps a throttled value to them where
+// they fall in its bucket of the demand histogram: the throttled periods'
+// counts of stopped CPUs
+// are the quantiles of the stopped-CPU histogram (each bucket's upper
+// bound, +Inf's par), given in the same order as their demand (a period
+// stopped on more CPUs missed more). A period busy all along on the c
+// CPUs it was stopped on wants exactly c CPUs (trace.Period.Missed): a
+// value in c's bucket is c, so that the period's stall, which a closed
+// loop's replay cuts out of its work's time, is the one it had (a period
+// at 0.9 CPU in the bucket of 1 on 1 CPU would have run 10 ms more than
+// the 5 ms it did). A period is stopped on at least as many CPUs as can
+// miss the rest of its demand in 99 % of the period. A loop that runs for a time is replayed by its demand
+// alone (stall × stopped CPUs, however split), which keeps its value: a
+// period stopped on c CPUs that ran on fewer for a while wants less than
+// c. Every period gets par when the histogram counted no throttled
+// period.
+func stoppedCPUs(hs, hd Histogram, values []float64, throttled func(float64) bool, quota float64, par int, snap bool) []int {
+	out := make([]int, len(values))
+	k := 0 // the throttled values are the last k
+	for i := range out {
+		out[i] = par
+		if throttled(values[i]) {
+			k++
+		}
+	}
+	hs.sorted()
+	total := hs.total()
+	if k == 0 || total < 0.5 {
+		return out
+	}
+	counts := hs.counts()
+	first := len(values) - k
+	for j := 0; j < k; j++ {
+		q := (float64(j) + 0.5) / float64(k) * total
+		b, cum := 0, counts[0]
+		for cum < q && b < len(counts)-1 {
+			b++
+			cum += counts[b]
+		}
+		c := par
+		if !math.IsInf(hs.Bounds[b], 1) {
+			c = min(int(hs.Bounds[b]), par)
+		}
+		i := first + j
+		// At least as many as can miss the rest in 99 % of the period
+		// (recorded's most).
+		c = max(c, 1, min(int(math.Ceil((values[i]-quota)/0.99)), par))
+		out[i] = c
+		// The demand bucket that holds the value.
+		for d := range hd.Bounds {
+			if !snap {
+				break
+			}
+			lo := 0.0
+			if d > 0 {
+				lo = hd.Bounds[d-1]
+			}
+			if values[i] > lo && values[i] <= hd.Bounds[d] {
+				if fc := float64(c); fc > lo && fc <= hd.Bounds[d] && throttled(fc) {
+					values[i] = fc
+				}
+				break
+			}
+		}
+	}
+	return out
 }
 
 // spread is an order of n quantiles that spreads the large ones over the

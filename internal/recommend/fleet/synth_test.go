@@ -269,3 +269,41 @@ func TestSynthesizeClosedLoopInStretches(t *testing.T) {
 		t.Errorf("without the stretch counters: %d throttled stretches, want the 60 periods spread (at least 50)", runs)
 	}
 }
+
+// A group stopped on 1 CPU in 90 of its 100 throttled periods, busy all
+// along (1 CPU, in the bucket (0.8, 1]), and on 2 CPUs in 10 (2 CPUs):
+// the synthetic throttled periods are stopped on 1 CPU at exactly 1 CPU
+// of demand, 95 ms of stall under 0.05 CPU, and on 2 at 2; the parallelism
+// is 2.
+func TestSynthesizeStoppedCPUsByPeriod(t *testing.T) {
+	v := append(append(repeat(0.03, 100), repeat(1, 90)...), repeat(2, 10)...)
+	s := Series{Key: Key{Cgroup: "/one"}, Window: 20 * time.Second, QuotaCPUs: 0.05, PeriodSeconds: 0.1,
+		Host: trace.Host{CPUs: 2}, Periods: 200, Demand: histogramOf(r10, v...),
+		Stopped: histogramOf([]float64{1, 2, 3, 4}, append(repeat(1, 90), repeat(2, 10)...)...)}
+	tr, _, err := Synthesize(s, SynthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[int][]trace.Period{}
+	for _, p := range tr.Periods {
+		if p.Throttled {
+			by[p.StoppedCPUs] = append(by[p.StoppedCPUs], p)
+		}
+	}
+	if len(by[1]) != 90 || len(by[2]) != 10 || len(by) != 2 {
+		t.Fatalf("throttled periods by stopped CPUs: %d on 1, %d on 2, %d counts; want 90, 10, 2", len(by[1]), len(by[2]), len(by))
+	}
+	for c, ps := range by {
+		for _, p := range ps {
+			if d := p.DemandCPUs(2); math.Abs(d-float64(c)) > 1e-6 {
+				t.Fatalf("a period stopped on %d CPUs wants %.3f CPUs, want %d", c, d, c)
+			}
+		}
+	}
+	if st := time.Duration(by[1][0].StallNs); st != 95*time.Millisecond {
+		t.Errorf("a period stopped on 1 CPU stood still %v, want 95ms (it ran the quota, 5 ms, on it)", st)
+	}
+	if _, from := sim.TraceDemand(tr.Spec); from != "synthetic" {
+		t.Errorf("replay reads it from %q", from)
+	}
+}
