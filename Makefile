@@ -120,14 +120,15 @@ deps:
 # other: compiling the tests with -race, lint (go vet after the race build,
 # with which it shares work: 24 s of vet instead of 58 from an empty
 # cache), the preload library's tests, fuzzing. On a fresh machine (empty
-# Go build and module caches) it is CPU-bound: 592 s, the node's build
-# with its module downloads 588 of them and the other job done 43 s
-# earlier (2026-11-25; 708 s when helm was a build of its own and fuzzing
-# compiled every package's tests to list its targets). On a machine that
-# has the builds, about 2.5 minutes. Then, one at a time (-j1, also under
-# make -jN), the tests that measure on real cgroups, which must not
-# compete for the CPUs with anything of ours: about 23 minutes (33 for
-# make test in all, fresh).
+# Go build and module caches) it is CPU-bound: 523 s, the node's build
+# (compiled without optimization: test/kubernetes/build/build.sh) with its
+# module downloads 475 of them and the other job done 48 s later
+# (2026-11-25; 592 s with the node optimized, 708 s when helm was also a
+# build of its own and fuzzing compiled every package's tests to list its
+# targets). On a machine that has the builds, about 2.5 minutes. Then, one
+# at a time (-j1, also under make -jN), the tests that measure on real
+# cgroups, which must not compete for the CPUs with anything of ours:
+# about 23 minutes (32 for make test in all, fresh).
 test: deps leftovers-before
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-untimed
 	$(MAKE) --no-print-directory -j1 test-unit test-v2 leftovers-after
