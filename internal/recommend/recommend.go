@@ -417,17 +417,10 @@ func demandOf(tr *trace.Trace) (sim.Demand, string) {
 		n = runs[len(runs)-1][0] // the stretch the end cut did not end
 	}
 	var st trace.Stretches
+	quota := tr.Limits.Cgroup().Quota
 	for _, p := range ps[:n] {
-		st.Add(p, tr.Limits.Cgroup().Quota)
+		st.Add(p, quota)
 	}
-	return stretchDemand(st)
-}
-
-// stretchDemand is the replay's method for a group whose throttled
-// stretches ended as st counts them (trace.Stretches): closed when it
-// caught up after nearly every one, open when none ended (no throttled
-// period), else timed.
-func stretchDemand(st trace.Stretches) (sim.Demand, string) {
 	switch {
 	case st.Ended == 0:
 		return sim.DemandOpen, "no throttled period"

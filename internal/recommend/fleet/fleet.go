@@ -271,8 +271,14 @@ func assemble(res []model.Vector, opt Options, end time.Time) []Series {
 	})
 	each(qStoppedSum, func(g *Series, s *model.Sample) { g.Stopped.Sum = float64(s.Value) })
 	each(qStoppedCount, func(g *Series, s *model.Sample) { g.Stopped.Count = float64(s.Value) })
-	each(qStretches, func(g *Series, s *model.Sample) { g.Stretches, g.HasStretches = float64(s.Value), true })
-	each(qCaughtUp, func(g *Series, s *model.Sample) { g.CaughtUp = float64(s.Value) })
+	each(qStretches, func(g *Series, s *model.Sample) {
+		g.Stretches = &trace.Stretches{Ended: int64(math.Round(float64(s.Value)))}
+	})
+	each(qCaughtUp, func(g *Series, s *model.Sample) {
+		if g.Stretches != nil {
+			g.Stretches.CaughtUp = int64(math.Round(float64(s.Value)))
+		}
+	})
 	each(qUsage, func(g *Series, s *model.Sample) {
 		if q, err := strconv.ParseFloat(string(s.Metric["quantile"]), 64); err == nil && !math.IsNaN(float64(s.Value)) {
 			g.UsageQuantiles[q] = float64(s.Value)

@@ -36,8 +36,8 @@ func seriesOf(tr *trace.Trace) Series {
 	return Series{Key: Key{Cgroup: tr.Cgroup.Path}, Window: time.Duration(tr.Summary.WallNs), End: time.Unix(0, 0),
 		QuotaCPUs: quota, PeriodSeconds: lim.Period.Seconds(), BurstSeconds: lim.Burst.Seconds(), HasBurst: tr.Host.BurstSupported,
 		Host: tr.Host, Periods: float64(tr.Summary.NrPeriods),
-		Stretches: float64(st.Ended), CaughtUp: float64(st.CaughtUp), HasStretches: true,
-		Demand: histogramOf(exporter.DemandBuckets, demand...), Stopped: histogramOf(exporter.StoppedBuckets, stopped...)}
+		Stretches: &st,
+		Demand:    histogramOf(exporter.DemandBuckets, demand...), Stopped: histogramOf(exporter.StoppedBuckets, stopped...)}
 }
 
 // A recorded group advised from its recording and from its periods as

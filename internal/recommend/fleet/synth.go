@@ -31,11 +31,10 @@ type Series struct {
 	// Demand is the increase of cfsprobe_period_demand_cpus; Stopped of
 	// cfsprobe_period_stopped_cpus.
 	Demand, Stopped Histogram
-	// Stretches is the increase of cfsprobe_throttled_stretches_total,
-	// CaughtUp of cfsprobe_throttled_stretches_caught_up_total;
-	// HasStretches says the exporter has them (an older one does not).
-	Stretches, CaughtUp float64
-	HasStretches        bool
+	// Stretches are the increases of cfsprobe_throttled_stretches_total
+	// (Ended) and cfsprobe_throttled_stretches_caught_up_total (CaughtUp),
+	// rounded; nil when the exporter has none (an older one).
+	Stretches *trace.Stretches
 	// UsageQuantiles are quantiles of the minute averages of usage
 	// (cgroup:cfsprobe_cpu_usage:rate1m) over the window, by quantile;
 	// Minutes is how many there are.
@@ -169,12 +168,12 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 	values := demandQuantiles(s.Demand, n)
 	par := parallelism(s.Stopped, values, s.Host.CPUs)
 	throttled := func(v float64) bool { return !lim.Unlimited() && time.Duration(v*float64(period)) > lim.Quota }
-	var stretches *trace.Stretches
-	if s.HasStretches {
-		stretches = &trace.Stretches{Ended: int64(math.Round(s.Stretches)), CaughtUp: int64(math.Round(s.CaughtUp))}
+	k := 0 // the values are ascending: the throttled ones are the last k
+	for k < n && throttled(values[n-1-k]) {
+		k++
 	}
-	closed := stretches != nil && stretches.Closed()
-	stopped := stoppedCPUs(s.Stopped, s.Demand, values, throttled, s.QuotaCPUs, par, closed)
+	closed := s.Stretches != nil && s.Stretches.Closed()
+	stopped := stoppedCPUs(s.Stopped, s.Demand, values, k, throttled, s.QuotaCPUs, par, closed)
 
 	tr := &trace.Trace{
 		Schema: trace.Schema,
@@ -186,7 +185,7 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 		Limits: trace.LimitsOf(lim),
 		Cgroup: trace.Cgroup{Path: s.Key.Cgroup, Version: s.Host.CPUController},
 	}
-	tr.Spec.Stretches = stretches
+	tr.Spec.Stretches = s.Stretches
 	// The idle stretch: a simulated kernel stops counting periods a
 	// period after the group went idle, so that one stretch adds one
 	// period to its count where as many single idle periods between the
@@ -194,7 +193,7 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 	idle := int64(math.Round(float64(n)/share)) - int64(n)
 	order := spread(n)
 	if closed {
-		order = inStretches(values, throttled, int(math.Round(float64(stretches.Ended)*float64(n)/observed)))
+		order = inStretches(n, k, int(math.Round(float64(s.Stretches.Ended)*float64(n)/observed)))
 	}
 	for j := 0; j < n; j++ {
 		start := int64(j) * int64(period)
@@ -347,33 +346,27 @@ func parallelism(stopped Histogram, values []float64, cpus int) int {
 }
 
 // stoppedCPUs are the CPUs each period stood still on when throttled
-// (values sorted ascending, throttled says which are above the quota),
-// and, with snap (a closed loop), it snaps a throttled value to them where
-// they fall in its bucket of the demand histogram: the throttled periods'
-// counts of stopped CPUs
-// are the quantiles of the stopped-CPU histogram (each bucket's upper
-// bound, +Inf's par), given in the same order as their demand (a period
-// stopped on more CPUs missed more). A period busy all along on the c
+// (values sorted ascending, the last k above the quota; hs sorted), and,
+// with snap (a closed loop), it snaps a throttled value to them where
+// they fall in its bucket of the demand histogram hd: the throttled
+// periods' counts of stopped CPUs are the quantiles of the stopped-CPU
+// histogram (each bucket's upper bound, +Inf's par), given in the same
+// order as their demand (a period stopped on more CPUs missed more). A period busy all along on the c
 // CPUs it was stopped on wants exactly c CPUs (trace.Period.Missed): a
 // value in c's bucket is c, so that the period's stall, which a closed
 // loop's replay cuts out of its work's time, is the one it had (a period
 // at 0.9 CPU in the bucket of 1 on 1 CPU would have run 10 ms more than
 // the 5 ms it did). A period is stopped on at least as many CPUs as can
-// miss the rest of its demand in 99 % of the period. A loop that runs for a time is replayed by its demand
-// alone (stall × stopped CPUs, however split), which keeps its value: a
-// period stopped on c CPUs that ran on fewer for a while wants less than
-// c. Every period gets par when the histogram counted no throttled
-// period.
-func stoppedCPUs(hs, hd Histogram, values []float64, throttled func(float64) bool, quota float64, par int, snap bool) []int {
+// miss the rest of its demand in 99 % of the period. A loop that runs for
+// a time is replayed by its demand alone (stall × stopped CPUs, however
+// split), which keeps its value: a period stopped on c CPUs that ran on
+// fewer for a while wants less than c. Every period gets par when the
+// histogram counted no throttled period.
+func stoppedCPUs(hs, hd Histogram, values []float64, k int, throttled func(float64) bool, quota float64, par int, snap bool) []int {
 	out := make([]int, len(values))
-	k := 0 // the throttled values are the last k
 	for i := range out {
 		out[i] = par
-		if throttled(values[i]) {
-			k++
-		}
 	}
-	hs.sorted()
 	total := hs.total()
 	if k == 0 || total < 0.5 {
 		return out
@@ -396,11 +389,11 @@ func stoppedCPUs(hs, hd Histogram, values []float64, throttled func(float64) boo
 		// (recorded's most).
 		c = max(c, 1, min(int(math.Ceil((values[i]-quota)/0.99)), par))
 		out[i] = c
+		if !snap {
+			continue
+		}
 		// The demand bucket that holds the value.
 		for d := range hd.Bounds {
-			if !snap {
-				break
-			}
 			lo := 0.0
 			if d > 0 {
 				lo = hd.Bounds[d-1]
@@ -434,9 +427,9 @@ func spread(n int) []int {
 	return out
 }
 
-// inStretches is the order of a closed loop's periods (values sorted
-// ascending, throttled says which are above the quota): the throttled
-// ones in as many stretches of consecutive periods as the exporter
+// inStretches is the order of a closed loop's n periods (their values
+// sorted ascending, the last k above the quota): the throttled ones in as
+// many stretches of consecutive periods as the exporter
 // counted (at most one a throttled period), the k-th largest in stretch k
 // mod their number, each stretch followed by its catch-up (the largest of
 // the others, while they last), the stretches spaced evenly with the rest
@@ -444,12 +437,7 @@ func spread(n int) []int {
 // delayed: replay joins a stretch's periods into the one piece of work
 // they were (sim.Replay, closedOffset), and a burst allowance is sized by
 // that piece, which periods spread one by one would hide.
-func inStretches(values []float64, throttled func(float64) bool, stretches int) []int {
-	n := len(values)
-	k := 0 // the throttled values are the last k
-	for k < n && throttled(values[n-1-k]) {
-		k++
-	}
+func inStretches(n, k, stretches int) []int {
 	if k == 0 || stretches <= 0 {
 		return spread(n)
 	}

@@ -231,7 +231,7 @@ func TestSynthesizeClosedLoopInStretches(t *testing.T) {
 	s := Series{Key: Key{Cgroup: "/closed"}, Window: 48 * time.Second, QuotaCPUs: 0.2, PeriodSeconds: 0.1,
 		Host: trace.Host{CPUs: 2}, Periods: 480, Demand: histogramOf(r10, v...),
 		Stopped:   histogramOf([]float64{1, 2}, repeat(2, 60)...),
-		Stretches: 20, CaughtUp: 19, HasStretches: true}
+		Stretches: &trace.Stretches{Ended: 20, CaughtUp: 19}}
 	runsOf := func(tr *trace.Trace) (runs, caught int) {
 		ps := tr.Periods
 		for i, p := range ps {
@@ -257,7 +257,7 @@ func TestSynthesizeClosedLoopInStretches(t *testing.T) {
 	if runs, caught := runsOf(tr); runs != 20 || caught != 20 {
 		t.Errorf("%d throttled stretches, %d followed by a catch-up, want 20 and 20", runs, caught)
 	}
-	s.Stretches, s.CaughtUp, s.HasStretches = 0, 0, false
+	s.Stretches = nil
 	tr, _, err = Synthesize(s, SynthOptions{})
 	if err != nil {
 		t.Fatal(err)
