@@ -92,9 +92,13 @@ func runTrace(t testing.TB, args ...string) *trace.Trace {
 	if err != nil {
 		t.Fatalf("decode trace of %v: %v\n%s", full, err, r.stdout)
 	}
-	t.Logf("cfsprobe %s: periods %d throttled %d (%.0f%%) usage %.3fs wall %.3fs cpu %.3f latency %+v",
+	others := "-"
+	if o := tr.Summary.OthersBusyCPUs; o != nil {
+		others = fmt.Sprintf("%.3f", *o)
+	}
+	t.Logf("cfsprobe %s: periods %d throttled %d (%.0f%%) usage %.3fs wall %.3fs cpu %.3f others %s latency %+v",
 		strings.Join(args, " "), tr.Summary.NrPeriods, tr.Summary.NrThrottled, 100*tr.Summary.ThrottledRatio,
-		float64(tr.Summary.UsageNs)/1e9, float64(tr.Summary.WallNs)/1e9, tr.Summary.CPURatio, tr.Summary.LatencyNs)
+		float64(tr.Summary.UsageNs)/1e9, float64(tr.Summary.WallNs)/1e9, tr.Summary.CPURatio, others, tr.Summary.LatencyNs)
 	return tr
 }
 
@@ -161,6 +165,9 @@ func checkConsistency(t *testing.T, tr *trace.Trace) {
 		if d > 0.02 || d < -0.02 {
 			t.Errorf("usage %.1fms differs from getrusage %.1fms by %.2f%% (limit 2%%)", float64(tr.Summary.UsageNs)/1e6, float64(ru)/1e6, 100*d)
 		}
+	}
+	if o := tr.Summary.OthersBusyCPUs; o == nil || *o < 0 || *o > float64(tr.Host.CPUs) {
+		t.Errorf("summary.others_busy_cpus %v: want a measurement from 0 to the host's %d CPUs", o, tr.Host.CPUs)
 	}
 }
 

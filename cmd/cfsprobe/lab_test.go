@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -217,4 +218,31 @@ func slowOps(tr traceT, d int64) int {
 		}
 	}
 	return n
+}
+
+// A run says how busy other work kept the CPUs it could use
+// (summary.others_busy_cpus), and calls itself disturbed above
+// trace.DisturbedCPUs: beside a shell that spins on one of the two CPUs,
+// about one CPU; the workload (5 ms burns every 50 ms) takes a tenth of
+// another, so the two do not compete.
+func TestLabOthersBusy(t *testing.T) {
+	needCgroups(t)
+	spin := exec.Command("sh", "-c", "while :; do :; done")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	spun := make(chan struct{})
+	go func() { _ = spin.Wait(); close(spun) }()
+	t.Cleanup(func() { _ = spin.Process.Kill(); <-spun })
+	args := []string{"--cpus", "0.5", "periodic", "--burn", "5ms", "--sleep", "50ms", "--iterations", "40", "--quiet"}
+	tr := runTrace(t, args...)
+	checkConsistency(t, tr)
+	o := tr.Summary.OthersBusyCPUs
+	if o == nil || *o < 0.8 || *o > 1.3 || !tr.Summary.Disturbed() {
+		t.Errorf("beside a spinning shell: others_busy_cpus %v, disturbed %v; want about 1 CPU, disturbed", o, tr.Summary.Disturbed())
+	}
+	r := cfsprobe(t, append([]string{"run", "--parent", testParent}, args...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "CPUs of other work on the CPUs the run could use") || !strings.Contains(r.stdout, "a disturbed measurement") {
+		t.Errorf("exit %d; want the summary to say how busy other work kept the CPUs, and that it was disturbed:\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

@@ -1,11 +1,15 @@
 package cgroup
 
 import (
+	"bufio"
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
@@ -24,6 +28,64 @@ func OnlineCPUs(fs hostfs.FS) int {
 		}
 	}
 	return runtime.NumCPU()
+}
+
+// BusyTime is how long the given CPUs (nil: every CPU) have been busy
+// since boot, from fs's /proc/stat: their user, nice, system, irq,
+// softirq and steal time (all but idle and iowait). The kernel counts it
+// in USER_HZ ticks (100 a second on Linux), so a difference of two
+// readings is exact to 10 ms per CPU.
+func BusyTime(fs hostfs.FS, cpus []int) (time.Duration, error) {
+	b, err := os.ReadFile(fs.Proc("stat"))
+	if err != nil {
+		return 0, err
+	}
+	return parseBusyTime(b, cpus)
+}
+
+// userHz is the unit of /proc/stat's times: USER_HZ, which Linux fixes
+// at 100 for user space on every architecture.
+const userHz = 100
+
+func parseBusyTime(b []byte, cpus []int) (time.Duration, error) {
+	want := map[int]bool{}
+	for _, c := range cpus {
+		want[c] = true
+	}
+	var ticks int64
+	found := 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		// cpuN user nice system idle iowait irq softirq steal ...
+		if len(fields) < 9 || !strings.HasPrefix(fields[0], "cpu") || fields[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(fields[0], "cpu"))
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %q: %w", fields[0], errSyntax)
+		}
+		if len(cpus) > 0 && !want[n] {
+			continue
+		}
+		found++
+		for i, f := range fields[1:9] {
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil || v < 0 {
+				return 0, fmt.Errorf("/proc/stat: %s: %q: %w", fields[0], f, errSyntax)
+			}
+			if i != 3 && i != 4 { // idle, iowait
+				ticks += v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if found == 0 || len(cpus) > 0 && found < len(want) {
+		return 0, fmt.Errorf("/proc/stat: no line for some of CPUs %v", cpus)
+	}
+	return time.Duration(ticks) * (time.Second / userHz), nil
 }
 
 // KernelRelease reads fs's proc/sys/kernel/osrelease ("" when unknown).

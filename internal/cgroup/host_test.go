@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
@@ -80,5 +81,47 @@ func TestBurstSupported(t *testing.T) {
 	}
 	if BurstSupported(nil, "6.18.0") {
 		t.Error("no cpu hierarchy: want no burst")
+	}
+}
+
+func TestBusyTime(t *testing.T) {
+	root := t.TempDir()
+	fs := hostfs.New(root)
+	if _, err := BusyTime(fs, nil); err == nil {
+		t.Error("no /proc/stat: want an error")
+	}
+	if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	stat := "cpu  60 0 30 900 9 1 2 3 0 0\n" +
+		"cpu0 50 0 20 400 5 1 1 3 0 0\n" +
+		"cpu1 10 0 10 500 4 0 1 0 0 0\n" +
+		"intr 12345 0 0\nctxt 999\nbtime 1700000000\n"
+	if err := os.WriteFile(filepath.Join(root, "proc", "stat"), []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cpus []int
+		want time.Duration
+	}{
+		{nil, 960 * time.Millisecond},         // (75 + 21) ticks, not idle or iowait
+		{[]int{0}, 750 * time.Millisecond},    // 50+20+1+1+3
+		{[]int{1}, 210 * time.Millisecond},    // 10+10+1
+		{[]int{1, 0}, 960 * time.Millisecond}, // both
+	} {
+		got, err := BusyTime(fs, c.cpus)
+		if err != nil || got != c.want {
+			t.Errorf("BusyTime(%v) = %v, %v; want %v", c.cpus, got, err, c.want)
+		}
+	}
+	if _, err := BusyTime(fs, []int{0, 2}); err == nil {
+		t.Error("CPU 2 has no line: want an error")
+	}
+	if err := os.WriteFile(filepath.Join(root, "proc", "stat"), []byte("cpu0 1 2 x 4 5 6 7 8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BusyTime(fs, nil); err == nil {
+		t.Error("a field that is not a number: want an error")
 	}
 }

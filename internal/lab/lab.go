@@ -255,6 +255,8 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	if err != nil {
 		return nil, err
 	}
+	cpus := p.cpus()
+	busy0, busyErr := cgroup.BusyTime(p.cfg.FS, cpus)
 	started := time.Now()
 	// If cfsprobe dies (even by SIGKILL), the workload dies with it;
 	// `cfsprobe cleanup` removes the group directory that is left.
@@ -282,6 +284,8 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		return nil, ErrInterrupted
 	}
 	wallNs := workload.ClockMono() - t0
+	busy1, err := cgroup.BusyTime(p.cfg.FS, cpus)
+	busyErr = errors.Join(busyErr, err)
 	smp.sampleNow()
 	if !p.cfg.Limits.Unlimited() {
 		// The kernel accounts a period when it ends: wait for the boundary
@@ -311,7 +315,31 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		}
 	}
 	trace.Finish(tr, smp.samples, wallNs, true)
+	if busyErr == nil && wallNs > 0 {
+		others := max(float64(busy1-busy0-time.Duration(tr.Summary.UsageNs))/float64(wallNs), 0)
+		tr.Summary.OthersBusyCPUs = &others
+	}
 	return tr, nil
+}
+
+// cpus are the CPUs the workload may run on, for the time other work
+// keeps them busy (trace.Summary.OthersBusyCPUs): the group's cpuset, or
+// those a pinned workload keeps to, or nil for all.
+func (p *Plan) cpus() []int {
+	if p.cfg.Limits.Cpuset != "" {
+		cpus, _ := cgroup.ParseCPUList(p.cfg.Limits.Cpuset) // validated by Prepare
+		return cpus
+	}
+	if p.pin == nil {
+		return nil
+	}
+	var cpus []int
+	for c := 0; c < len(p.pin)*64; c++ {
+		if p.pin.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
 }
 
 // onPinCPUs runs fn on a thread whose CPU affinity is set, the CPUs a

@@ -29,6 +29,13 @@ func Summary(w io.Writer, t *trace.Trace) {
 		quotaShare = fmt.Sprintf(", %.0f%% of the quota", 100*s.CPURatio/cpus(t.Limits))
 	}
 	fmt.Fprintf(w, "time       wall %s, CPU used %s (%.2f CPUs%s)\n", Dur(s.WallNs), Dur(s.UsageNs), s.CPURatio, quotaShare)
+	if o := s.OthersBusyCPUs; o != nil {
+		note := ""
+		if s.Disturbed() {
+			note = fmt.Sprintf(": a disturbed measurement (over %.2f), latency and CPU used may not be a quiet machine's", trace.DisturbedCPUs)
+		}
+		fmt.Fprintf(w, "others     %.2f CPUs of other work on the CPUs the run could use%s\n", *o, note)
+	}
 	if t.Limits.Unlimited() {
 		fmt.Fprintf(w, "periods    none enforced (no quota): %d windows of %s in the timeline\n", len(t.Periods), Dur(t.Limits.PeriodUs*1000))
 	} else {

@@ -123,8 +123,8 @@ func (r *Result) WriteComparison(w io.Writer) error {
 	s0 := r.Simulated[0]
 	fmt.Fprintf(w, "measured on this host / simulated (kernel era %s, %d CPUs):\n", s0.Host.Kernel, s0.Host.CPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tthrottled\tCPU used\tp99\tp99.9\tagree")
-	agree := 0
+	fmt.Fprintln(tw, "scenario\tthrottled\tCPU used\tp99\tp99.9\tagree\tother work")
+	agree, disturbed := 0, 0
 	for i, m := range r.Traces {
 		if i >= len(r.Simulated) {
 			break
@@ -143,12 +143,24 @@ func (r *Result) WriteComparison(w io.Writer) error {
 			word = "yes"
 			agree++
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", row, word)
+		others := "-"
+		if o := m.Summary.OthersBusyCPUs; o != nil {
+			others = fmt.Sprintf("%.2f CPUs", *o)
+			if m.Summary.Disturbed() {
+				others += " disturbed"
+				disturbed++
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", row, word, others)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%d of %d scenarios agree (throttled within %.0f points, CPU used within %.0f%%, p99 and p99.9 within %.0f%% or %v; ! marks a figure outside)\n",
 		agree, len(r.Simulated), 100*ThrottledPoints, 100*CPUShare, 100*LatencyShare, LatencyFloor)
+	if disturbed > 0 {
+		fmt.Fprintf(w, "%d measured beside other work that kept more than %.2f CPUs busy (disturbed): the model has no other work, so these may part from it\n",
+			disturbed, trace.DisturbedCPUs)
+	}
 	return nil
 }

@@ -59,6 +59,8 @@ func TestWriteComparison(t *testing.T) {
 		Simulated: []*trace.Trace{summaryTrace("a", 0.52, 0.4, 101*ms, 5*ms), summaryTrace("b", 0.2, 0.5, 50*ms, 51*ms)},
 	}
 	r.Simulated[0].Host = trace.Host{Kernel: "6.18", CPUs: 2}
+	quiet, busy := 0.01, 0.2
+	r.Traces[0].Summary.OthersBusyCPUs, r.Traces[1].Summary.OthersBusyCPUs = &quiet, &busy
 	var b bytes.Buffer
 	if err := r.WriteComparison(&b); err != nil {
 		t.Fatal(err)
@@ -72,14 +74,15 @@ func TestWriteComparison(t *testing.T) {
 		"100ms / 101ms (+1ms)",
 		"0.0% / 20.0% (+20.0 pt) !",
 		"1 of 2 scenarios agree",
+		"1 measured beside other work that kept more than 0.05 CPUs busy (disturbed)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
 	}
 	lines := strings.Split(out, "\n")
-	if !strings.HasSuffix(strings.TrimSpace(lines[2]), "yes") || !strings.HasSuffix(strings.TrimSpace(lines[3]), "no") {
-		t.Errorf("agree column:\n%s", out)
+	if !strings.HasSuffix(strings.TrimSpace(lines[2]), "yes    0.01 CPUs") || !strings.HasSuffix(strings.TrimSpace(lines[3]), "no     0.20 CPUs disturbed") {
+		t.Errorf("agree and other work columns:\n%s", out)
 	}
 }
 

@@ -337,6 +337,26 @@ type Summary struct {
 	LatencyNs *Percentiles `json:"latency_ns,omitempty"`
 	// TimelineThrottled is the number of throttled periods in the timeline.
 	TimelineThrottled int64 `json:"timeline_throttled"`
+	// OthersBusyCPUs, for a lab run, is how many CPUs other work than
+	// the group kept busy on average during the run, among the CPUs the
+	// group could run on: their busy time less the group's usage
+	// (cgroup.BusyTime), which includes cfsprobe's own sampler (about a
+	// hundredth of a CPU). Absent from simulated and recorded traces.
+	OthersBusyCPUs *float64 `json:"others_busy_cpus,omitempty"`
+}
+
+// DisturbedCPUs is how many CPUs other work may keep busy beside a lab
+// run before the run is a disturbed measurement (Summary.Disturbed): a
+// workload that burns CPU for a wall-clock time loses what other work
+// takes on its CPU, so 5 ms burns once a second beside a twentieth of a
+// CPU of other work show about 5 % less CPU used, and a wake-up that other
+// work delays by a tick moves a burst against the period.
+const DisturbedCPUs = 0.05
+
+// Disturbed says whether other work kept more than DisturbedCPUs busy
+// beside the run (false when that was not measured).
+func (s Summary) Disturbed() bool {
+	return s.OthersBusyCPUs != nil && *s.OthersBusyCPUs > DisturbedCPUs
 }
 
 // Percentiles of a latency distribution, in nanoseconds.

@@ -29,12 +29,12 @@
 #                        (pin_vcpus). A host stall still disturbs a run
 #                        now and then, so these tests measure up to three
 #                        times (one thread under one CPU: five). The host
-#                        should be otherwise idle.
-#   CFSPROBE_VM_SUITE_TESTS -test.run regexp of internal/suite's tests run
-#                        last (default: none); e.g.
-#                        TestSimulatorAgreesWithThisHost, the simulator
-#                        against the guest's kernel (with
-#                        CFSPROBE_VM_TIMEOUT=3600).
+#                        should be otherwise idle. The tests run with
+#                        CFSPROBE_EMULATED=1: the suites' tests, which
+#                        run each suite with --compare, log the
+#                        simulator's agreement with the guest's kernel
+#                        instead of judging it (CFSPROBE_VM_TESTS=TestSuite
+#                        CFSPROBE_VM_TIMEOUT=3600: the four suites).
 #   CFSPROBE_VM_KERNEL   kernel image (default: the newest /boot/vmlinuz-*)
 #   CFSPROBE_VM_TIMEOUT  seconds before the guest is killed (default 900)
 #   CFSPROBE_VM_SMP, CFSPROBE_VM_MEM, CFSPROBE_VM_APPEND  guest CPUs, MiB,
@@ -54,7 +54,6 @@ tests=${CFSPROBE_VM_TESTS:-'TestLabBurstyOverQuota|TestLabParallelOverQuota|Test
 # Tests of internal/lab's own test binary: the lab's and the monitor's
 # samplers following one group (trace.Tracker's periods on cgroup v2).
 lab_tests=${CFSPROBE_VM_LAB_TESTS:-'TestLabAndMonitorAgree'}
-suite_tests=${CFSPROBE_VM_SUITE_TESTS:-}
 vm_timeout=${CFSPROBE_VM_TIMEOUT:-900}
 smp=${CFSPROBE_VM_SMP:-2}
 mem=${CFSPROBE_VM_MEM:-1024}
@@ -112,12 +111,6 @@ mapfile -t selected < <(CFSPROBE_BIN=/bin/false "$work/cfsprobe.test" -test.list
 mapfile -t lab_selected < <("$work/lab.test" -test.list "$lab_tests" | grep '^Test' || true)
 ((${#lab_selected[@]} > 0)) || die "CFSPROBE_VM_LAB_TESTS=$lab_tests selects no test in ./internal/lab"
 selected+=("${lab_selected[@]}")
-if [[ -n $suite_tests ]]; then
-	CGO_ENABLED=0 "$GO" test -c -trimpath -o "$work/suite.test" ./internal/suite
-	mapfile -t suite_selected < <("$work/suite.test" -test.list "$suite_tests" | grep '^Test' || true)
-	((${#suite_selected[@]} > 0)) || die "CFSPROBE_VM_SUITE_TESTS=$suite_tests selects no test in ./internal/suite"
-	selected+=("${suite_selected[@]}")
-fi
 
 # 3. Initramfs.
 nonce=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
@@ -131,8 +124,6 @@ done
 cp "$work/cfsprobe" "$root/bin/cfsprobe"
 cp "$work/cfsprobe.test" "$root/cfsprobe.test"
 cp "$work/lab.test" "$root/lab.test"
-[[ -z $suite_tests ]] || cp "$work/suite.test" "$root/suite.test"
-printf '%s\n' "$suite_tests" >"$root/etc/cfsprobe-vm-suite-tests"
 printf '%s\n' "$tests" >"$root/etc/cfsprobe-vm-tests"
 printf '%s\n' "$lab_tests" >"$root/etc/cfsprobe-vm-lab-tests"
 cat >"$root/init" <<EOF
@@ -162,19 +153,13 @@ else
 fi
 echo "$mark-BEGIN"
 cd /tmp
-CFSPROBE_BIN=/bin/cfsprobe CFSPROBE_REQUIRE_CGROUPS=1 /cfsprobe.test -test.v -test.count=1 -test.timeout=10m \\
+CFSPROBE_BIN=/bin/cfsprobe CFSPROBE_REQUIRE_CGROUPS=1 CFSPROBE_EMULATED=1 /cfsprobe.test -test.v -test.count=1 -test.timeout=${vm_timeout}s \\
 	-test.run "\$(cat /etc/cfsprobe-vm-tests)" </dev/null 2>&1
 rc=\$?
 CFSPROBE_REQUIRE_CGROUPS=1 /lab.test -test.v -test.count=1 -test.timeout=5m \\
 	-test.run "\$(cat /etc/cfsprobe-vm-lab-tests)" </dev/null 2>&1
 lrc=\$?
 [ \$rc -ne 0 ] || rc=\$lrc
-if [ -x /suite.test ]; then
-	CFSPROBE_REQUIRE_CGROUPS=1 /suite.test -test.v -test.count=1 -test.timeout=50m \\
-		-test.run "\$(cat /etc/cfsprobe-vm-suite-tests)" </dev/null 2>&1
-	src=\$?
-	[ \$rc -ne 0 ] || rc=\$src
-fi
 echo "$mark-END"
 echo "$mark-EXIT=\$rc"
 sync
