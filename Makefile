@@ -36,7 +36,7 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build image k8s-bins deps test test-untimed test-compile leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+.PHONY: all build image k8s-bins deps test test-untimed test-checks test-compile leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
@@ -103,7 +103,8 @@ deps:
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+		apt-get update -qq -o DPkg::Lock::Timeout=600 && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 $$missing >/dev/null; \
 	fi
 	$(GO) mod download
 
@@ -117,23 +118,39 @@ deps:
 #
 # It runs in two phases. test-untimed, two jobs at a time: the build of
 # the Kubernetes node and helm beside what times nothing, one after the
-# other: compiling the tests with -race, lint (go vet after the race build,
-# with which it shares work: 24 s of vet instead of 58 from an empty
-# cache), the preload library's tests, fuzzing. On a fresh machine (empty
-# Go build and module caches) it is CPU-bound: 523 s, the node's build
-# (compiled without optimization: test/kubernetes/build/build.sh) with its
-# module downloads 475 of them and the other job done 48 s later
-# (2026-11-25; 592 s with the node optimized, 708 s when helm was also a
-# build of its own and fuzzing compiled every package's tests to list its
-# targets). On a machine that has the builds, about 2.5 minutes. Then, one
-# at a time (-j1, also under make -jN), the tests that measure on real
-# cgroups, which must not compete for the CPUs with anything of ours:
-# about 23 minutes (32 for make test in all, fresh).
-test: deps leftovers-before
+# other (test-checks): the Debian packages and Go modules the tests need
+# (deps: their install took 68 s on a fresh machine of this kind,
+# apt's history.log of 2026-11-24, mostly downloads and dpkg, while the
+# build keeps the CPUs busy), then the leftovers' snapshot,
+# compiling the tests with -race, lint (go vet after the race build, with
+# which it shares work: 24 s of vet instead of 58 from an empty cache),
+# the preload library's tests, fuzzing. On a fresh machine (empty Go
+# build and module caches) it is CPU-bound: 523 s with the Debian
+# packages installed, the node's build (compiled without optimization:
+# test/kubernetes/build/build.sh) with its module downloads 475 of them
+# and the other job done 48 s later (2026-11-25; 592 s with the node
+# optimized, 708 s when helm was also a build of its own and fuzzing
+# compiled every package's tests to list its targets). On a machine that
+# has the builds, about 2.5 minutes. Then, one at a time (-j1, also under
+# make -jN), the tests that measure on real cgroups, which must not
+# compete for the CPUs with anything of ours: about 23 minutes (32 for
+# make test in all, fresh).
+test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-untimed
 	$(MAKE) --no-print-directory -j1 test-unit test-v2 leftovers-after
 
-test-untimed: k8s-bins test-compile lint test-preload fuzz
+test-untimed: k8s-bins test-checks
+
+# test-checks runs its steps one after the other whatever make's -j: the
+# snapshot of leftovers after the packages are installed and before
+# anything of the tests runs, vet after the race build.
+test-checks:
+	$(MAKE) --no-print-directory deps
+	$(MAKE) --no-print-directory leftovers-before
+	$(MAKE) --no-print-directory test-compile
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory test-preload
+	$(MAKE) --no-print-directory fuzz
 
 # test-compile builds every test binary with the race detector (and runs
 # none of their tests), so that test-unit finds them in the build cache.

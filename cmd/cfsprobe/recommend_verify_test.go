@@ -264,7 +264,7 @@ func TestRecommendVerifyTable(t *testing.T) {
 func TestRecommendCensoredRealCgroups(t *testing.T) {
 	needCgroups(t)
 	workload := []string{"bursty", "--threads", "1", "--on-cpu", "120ms", "--off", "880ms", "--duration", "30s"}
-	advise := func(limits ...string) *recommend.Group {
+	advise := func(t *testing.T, limits ...string) *recommend.Group {
 		tr := runTrace(t, append(limits, workload...)...)
 		file := filepath.Join(t.TempDir(), "run.json")
 		if err := tr.WriteFile(file); err != nil {
@@ -280,7 +280,17 @@ func TestRecommendCensoredRealCgroups(t *testing.T) {
 		return g
 	}
 	twice(t, func() error {
-		free, tight := advise(), advise("--cpus", "0.2")
+		// The two runs go side by side (one thread each, busy 120 ms a
+		// second: a CPU each at most, of this machine's two), which
+		// halves the test's time.
+		var free, tight *recommend.Group
+		t.Run("runs", func(t *testing.T) {
+			t.Run("unlimited", func(t *testing.T) { t.Parallel(); free = advise(t) })
+			t.Run("0.2 CPU", func(t *testing.T) { t.Parallel(); tight = advise(t, "--cpus", "0.2") })
+		})
+		if free == nil || tight == nil {
+			t.FailNow()
+		}
 		if m := tight.Current.Measured; m == nil || m.ThrottledRatio < 0.5 {
 			return fmt.Errorf("the run under 0.2 CPU was throttled in %+v of its periods, want most: not the case under test", m)
 		}
