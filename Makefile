@@ -145,10 +145,10 @@ test-untimed: k8s-bins test-checks
 # snapshot of leftovers after the packages are installed and before
 # anything of the tests runs, vet after the race build.
 test-checks:
-	$(MAKE) --no-print-directory deps
-	$(MAKE) --no-print-directory leftovers-before
 	$(MAKE) --no-print-directory test-compile
 	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory deps
+	$(MAKE) --no-print-directory leftovers-before
 	$(MAKE) --no-print-directory test-preload
 	$(MAKE) --no-print-directory fuzz
 
@@ -189,37 +189,13 @@ lint: native
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# Each parser's fuzz target runs briefly here; run one longer with
-# `make fuzz FUZZTIME=10m`. The targets are found in the test files'
-# source (`func FuzzX(`), not by `go test -list`, which would compile
-# every package's tests once more without the race detector (a minute of
-# both CPUs on a fresh machine) for the few that have one.
-# Go 1.26's fuzz coordinator can report "context deadline exceeded" as a
-# failure when -fuzztime runs out while a worker is mid-call
-# (golang/go#75804, fixed in Go 1.27): such a run wrote no failing input and
-# is not a failure. Any other failure runs once more (a failing input saved
-# under testdata/fuzz fails again).
-# One fuzz worker (FUZZPARALLEL): each target runs for FUZZTIME whatever
-# its workers, and in make test it runs beside the Kubernetes build, which
-# a second worker would slow.
+# Each parser's fuzz target runs briefly here (scripts/fuzz.sh: FUZZTIME
+# each, FUZZJOBS targets at a time, one fuzz worker each); run them longer
+# with `make fuzz FUZZTIME=10m`.
 FUZZTIME ?= 5s
-FUZZPARALLEL ?= 1
+FUZZJOBS ?= 2
 fuzz: native
-	@set -eo pipefail; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
-	$(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do \
-		for f in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go 2>/dev/null); do \
-			echo "fuzz $$pkg $$f"; \
-			if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) $$pkg >$$log 2>&1; then \
-				if grep -q 'context deadline exceeded' $$log && ! grep -qE 'Failing input written|panic:|_test.go:[0-9]+:' $$log; then \
-					echo "fuzz $$f: the fuzzer stopped at -fuzztime with \"context deadline exceeded\" and no failing input (golang/go#75804): not a failure"; \
-					continue; \
-				fi; \
-				tail -30 $$log; \
-				echo "fuzz $$f failed; running it once more (a crash found is saved under testdata/fuzz and fails again)"; \
-				$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) $$pkg >$$log 2>&1 || { tail -50 $$log; exit 1; }; \
-			fi; \
-		done; \
-	done
+	./scripts/fuzz.sh $(FUZZTIME) $(FUZZJOBS)
 
 test-v2: deps native
 	./test/vm/run.sh
