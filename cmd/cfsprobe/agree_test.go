@@ -9,11 +9,13 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/suite"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -34,45 +36,52 @@ import (
 // work and the model is not of emulated timers: the agreement is logged,
 // not judged (bench/RESULTS.md, "The cgroup v2 guest").
 type agreement struct {
-	t      *testing.T
-	suite  string
-	clean  map[string]int            // undisturbed measurements judged
-	agreed map[string]bool           // one of them agreed
-	last   map[string][]suite.Figure // the last undisturbed one's figures
-	seen   map[string]bool
+	t         *testing.T
+	suite     string
+	scenarios map[string]*scenarioJudgement
 }
 
+// scenarioJudgement is what the undisturbed measurements of one scenario
+// said.
+type scenarioJudgement struct {
+	clean  int            // undisturbed measurements judged
+	agreed bool           // one of them agreed
+	last   []suite.Figure // the last one's figures
+}
+
+// settled: another measurement could not change the judgement.
+func (j *scenarioJudgement) settled() bool { return j.agreed || j.clean >= 2 }
+
 func newAgreement(t *testing.T, suiteName string) *agreement {
-	return &agreement{t: t, suite: suiteName, clean: map[string]int{}, agreed: map[string]bool{},
-		last: map[string][]suite.Figure{}, seen: map[string]bool{}}
+	return &agreement{t: t, suite: suiteName, scenarios: map[string]*scenarioJudgement{}}
 }
 
 // add judges one run of the suite: its measured and simulated traces by
 // scenario.
 func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 	a.t.Helper()
-	for _, name := range sortedNames(measured) {
+	for _, name := range slices.Sorted(maps.Keys(measured)) {
 		m, s := measured[name], simulated[name]
 		if s == nil {
 			a.t.Fatalf("%s: no simulated run beside the measured one (suite --compare)", name)
 		}
-		a.seen[name] = true
-		if a.agreed[name] || a.clean[name] >= 2 {
+		j := a.scenarios[name]
+		if j == nil {
+			j = &scenarioJudgement{}
+			a.scenarios[name] = j
+		}
+		if j.settled() {
 			continue
 		}
 		figs := judgedFigures(a.t, a.suite+"/"+name, suite.Agree(m, s))
-		others := "not measured"
-		if o := m.Summary.OthersBusyCPUs; o != nil {
-			others = fmt.Sprintf("%.2f CPUs", *o)
-		}
 		if m.Summary.OthersBusyCPUs == nil || m.Summary.Disturbed() {
-			a.t.Logf("%s/%s: disturbed (other work: %s), not judged: %s", a.suite, name, others, figureLine(figs))
+			a.t.Logf("%s/%s: disturbed (other work: %s), not judged: %s", a.suite, name, report.OthersBusy(m.Summary), figureLine(figs))
 			continue
 		}
-		a.clean[name]++
-		a.last[name] = figs
-		a.agreed[name] = suite.Agrees(figs)
-		a.t.Logf("%s/%s (other work %s; kernel era %s, %d CPUs): %s", a.suite, name, others, s.Host.Kernel, s.Host.CPUs, figureLine(figs))
+		j.clean++
+		j.last = figs
+		j.agreed = suite.Agrees(figs)
+		a.t.Logf("%s/%s (other work %s; kernel era %s, %d CPUs): %s", a.suite, name, report.OthersBusy(m.Summary), s.Host.Kernel, s.Host.CPUs, figureLine(figs))
 	}
 }
 
@@ -83,8 +92,8 @@ func (a *agreement) settled() bool {
 	if emulated() {
 		return true
 	}
-	for name := range a.seen {
-		if !a.agreed[name] && a.clean[name] < 2 {
+	for _, j := range a.scenarios {
+		if !j.settled() {
 			return false
 		}
 	}
@@ -101,14 +110,14 @@ func (a *agreement) judge() {
 	}
 	judged, unjudged := 0, 0
 	var errs []string
-	for _, name := range sortedNames(a.seen) {
-		switch {
-		case a.clean[name] == 0:
+	for _, name := range slices.Sorted(maps.Keys(a.scenarios)) {
+		switch j := a.scenarios[name]; {
+		case j.clean == 0:
 			unjudged++
 			a.t.Logf("%s/%s: not judged: every measurement was disturbed", a.suite, name)
-		case !a.agreed[name]:
+		case !j.agreed:
 			judged++
-			errs = append(errs, fmt.Sprintf("%s/%s: the simulation disagrees with %d undisturbed measurements; the last: %s", a.suite, name, a.clean[name], figureLine(a.last[name])))
+			errs = append(errs, fmt.Sprintf("%s/%s: the simulation disagrees with %d undisturbed measurements; the last: %s", a.suite, name, j.clean, figureLine(j.last)))
 		default:
 			judged++
 		}
@@ -130,15 +139,6 @@ func (a *agreement) judge() {
 
 // emulated says whether the tests run under emulation (the qemu guest).
 func emulated() bool { return os.Getenv("CFSPROBE_EMULATED") != "" }
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
 
 // knownGaps are the figures of scenarios where the measurement on this
 // shared host and the model are known to part, and why (bench/RESULTS.md,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/tied"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -26,25 +27,17 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	bin = os.Getenv("CFSPROBE_BIN")
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "cfsprobe-e2e-bin")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		bin = filepath.Join(dir, "cfsprobe")
-		build := exec.Command("go", "build", "-o", bin, ".")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build cfsprobe:", err)
-			os.Exit(1)
-		}
-		code := m.Run()
-		os.RemoveAll(dir)
-		os.Exit(code)
+	dir, err := os.MkdirTemp("", "cfsprobe-e2e-bin")
+	if err == nil {
+		bin, err = testenv.Cfsprobe(dir)
 	}
-	os.Exit(m.Run())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // testParent is the parent group the e2e tests use: not the default, and
@@ -92,13 +85,9 @@ func runTrace(t testing.TB, args ...string) *trace.Trace {
 	if err != nil {
 		t.Fatalf("decode trace of %v: %v\n%s", full, err, r.stdout)
 	}
-	others := "-"
-	if o := tr.Summary.OthersBusyCPUs; o != nil {
-		others = fmt.Sprintf("%.3f", *o)
-	}
 	t.Logf("cfsprobe %s: periods %d throttled %d (%.0f%%) usage %.3fs wall %.3fs cpu %.3f others %s latency %+v",
 		strings.Join(args, " "), tr.Summary.NrPeriods, tr.Summary.NrThrottled, 100*tr.Summary.ThrottledRatio,
-		float64(tr.Summary.UsageNs)/1e9, float64(tr.Summary.WallNs)/1e9, tr.Summary.CPURatio, others, tr.Summary.LatencyNs)
+		float64(tr.Summary.UsageNs)/1e9, float64(tr.Summary.WallNs)/1e9, tr.Summary.CPURatio, report.OthersBusy(tr.Summary), tr.Summary.LatencyNs)
 	return tr
 }
 

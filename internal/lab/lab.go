@@ -333,13 +333,7 @@ func (p *Plan) cpus() []int {
 	if p.pin == nil {
 		return nil
 	}
-	var cpus []int
-	for c := 0; c < len(p.pin)*64; c++ {
-		if p.pin.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus
+	return workload.CPUsOf(*p.pin)
 }
 
 // onPinCPUs runs fn on a thread whose CPU affinity is set, the CPUs a

@@ -69,6 +69,20 @@ func Summary(w io.Writer, t *trace.Trace) {
 	}
 }
 
+// OthersBusy says how many CPUs other work kept busy beside a lab run
+// (trace.Summary.OthersBusyCPUs): "0.02 CPUs", "0.08 CPUs disturbed"
+// above trace.DisturbedCPUs, "-" when it was not measured.
+func OthersBusy(s trace.Summary) string {
+	if s.OthersBusyCPUs == nil {
+		return "-"
+	}
+	text := fmt.Sprintf("%.2f CPUs", *s.OthersBusyCPUs)
+	if s.Disturbed() {
+		text += " disturbed"
+	}
+	return text
+}
+
 // cpus is the limit in CPUs: quota / period (0 when unlimited or, in a
 // hand-made trace, without a period).
 func cpus(l trace.Limits) float64 { return l.Cgroup().CPUs() }

@@ -143,15 +143,10 @@ func (r *Result) WriteComparison(w io.Writer) error {
 			word = "yes"
 			agree++
 		}
-		others := "-"
-		if o := m.Summary.OthersBusyCPUs; o != nil {
-			others = fmt.Sprintf("%.2f CPUs", *o)
-			if m.Summary.Disturbed() {
-				others += " disturbed"
-				disturbed++
-			}
+		if m.Summary.Disturbed() {
+			disturbed++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", row, word, others)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", row, word, report.OthersBusy(m.Summary))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

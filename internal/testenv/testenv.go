@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -86,4 +87,19 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Cfsprobe is the cfsprobe binary a test runs the way a user does:
+// $CFSPROBE_BIN (the qemu guest, where no Go toolchain runs, passes a
+// prebuilt static one), else one built from this tree into dir.
+func Cfsprobe(dir string) (string, error) {
+	if b := os.Getenv("CFSPROBE_BIN"); b != "" {
+		return b, nil
+	}
+	b := filepath.Join(dir, "cfsprobe")
+	build := exec.Command("go", "build", "-o", b, "github.com/cfsprobe/cfsprobe/cmd/cfsprobe")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build cfsprobe: %v\n%s", err, out)
+	}
+	return b, nil
 }

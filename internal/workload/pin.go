@@ -33,17 +33,22 @@ func PinSet(n int) (set unix.CPUSet, ok bool) {
 	if unix.SchedGetaffinity(0, &have) != nil {
 		return set, false
 	}
-	var usable []int
-	for c := 0; c < len(have)*64; c++ {
-		if have.IsSet(c) {
-			usable = append(usable, c)
-		}
-	}
-	pin, ok := PinLast(usable, n)
+	pin, ok := PinLast(CPUsOf(have), n)
 	for _, c := range pin {
 		set.Set(c)
 	}
 	return set, ok
+}
+
+// CPUsOf lists the CPUs of an affinity mask, in increasing order.
+func CPUsOf(set unix.CPUSet) []int {
+	var cpus []int
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
 }
 
 // PinLast is the pinning rule of a workload pinned to n CPUs, given the

@@ -192,7 +192,10 @@ func TestFleetFromPrometheus(t *testing.T) {
 		t.Skip("runs 20 groups for 2.5 minutes")
 	}
 	layout := testenv.NeedCgroups(t)
-	self := cfsprobeBinary(t)
+	self, err := testenv.Cfsprobe(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	root, err := monitor.OpenRoot(hostfs.Default().CgroupDir())
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +394,8 @@ func TestFleetFromPrometheus(t *testing.T) {
 	}
 	agree := 0
 	for i, fg := range specs {
-		ra, rb := fromRec[fg.name], fromProm[groups[i].Path()]
+		key := Key{Job: "cfsprobe", Instance: ln.Addr().String(), Cgroup: groups[i].Path()}
+		ra, rb := fromRec[fg.name], fromProm[key.String()]
 		if ra == nil || rb == nil {
 			t.Errorf("%s: no recommendation from the recording (%v) or from Prometheus (%v)", fg.name, ra != nil, rb != nil)
 			continue
@@ -413,23 +417,9 @@ func TestFleetFromPrometheus(t *testing.T) {
 	}
 }
 
-// cfsprobeBinary is the cfsprobe command the test runs: $CFSPROBE_BIN,
-// else one built from this tree into the test's temporary directory.
-func cfsprobeBinary(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("CFSPROBE_BIN"); b != "" {
-		return b
-	}
-	b := filepath.Join(t.TempDir(), "cfsprobe")
-	if out, err := exec.Command("go", "build", "-o", b, "github.com/cfsprobe/cfsprobe/cmd/cfsprobe").CombinedOutput(); err != nil {
-		t.Fatalf("build cfsprobe: %v\n%s", err, out)
-	}
-	return b
-}
-
 // recommendCmd runs `cfsprobe recommend --json ARGS` and gives its
 // groups by name: a trace's file name without .json, a Prometheus
-// group's cgroup path (its name is job/instance:cgroup).
+// group's Key.
 func recommendCmd(t *testing.T, self string, args ...string) map[string]*recommend.Group {
 	t.Helper()
 	cmd := exec.Command(self, append([]string{"recommend", "--json"}, args...)...)
@@ -445,11 +435,7 @@ func recommendCmd(t *testing.T, self string, args ...string) map[string]*recomme
 	}
 	byName := map[string]*recommend.Group{}
 	for _, g := range doc.Groups {
-		name := g.Name
-		if i := strings.Index(name, ":/"); i >= 0 {
-			name = name[i+1:]
-		}
-		byName[name] = g
+		byName[g.Name] = g
 	}
 	return byName
 }

@@ -351,8 +351,9 @@ func parallelism(stopped Histogram, values []float64, cpus int) int {
 // they fall in its bucket of the demand histogram hd: the throttled
 // periods' counts of stopped CPUs are the quantiles of the stopped-CPU
 // histogram (each bucket's upper bound, +Inf's par), given in the same
-// order as their demand (a period stopped on more CPUs missed more). A period busy all along on the c
-// CPUs it was stopped on wants exactly c CPUs (trace.Period.Missed): a
+// order as their demand (a period stopped on more CPUs missed more). A
+// period busy all along on the c CPUs it was stopped on wants exactly c
+// CPUs (trace.Period.Missed): a
 // value in c's bucket is c, so that the period's stall, which a closed
 // loop's replay cuts out of its work's time, is the one it had (a period
 // at 0.9 CPU in the bucket of 1 on 1 CPU would have run 10 ms more than
