@@ -51,10 +51,30 @@ func (p Period) Running() float64 {
 	return float64(max(p.UsageNs, 0)) / float64(run)
 }
 
+// boundaryError is how far a period's running time, its length less its
+// stall, may be off in a trace: each of its two boundaries placed to
+// within endFine, the usage that ran beside them counted in the wrong
+// period. A throttled period that stands still for most of its length
+// runs for a few milliseconds, and its running CPUs are read from those:
+// a one-thread group that ran 2.7 ms of a 50 ms period and used 5 ms of
+// CPU (a boundary's usage in the wrong period) read as 1.85 CPUs, and
+// wanted nearly twice the CPU it could use (the fleet test's
+// b1-period50: demand p99 2.0 CPUs from Prometheus, 1.0 from its
+// recording).
+const boundaryError = 2 * time.Duration(endFine)
+
+// runningAtLeast is the fewest CPUs the period can have run on, its
+// running time read boundaryError long: a throttled period ran on more
+// CPUs than were stopped only when even these are more.
+func (p Period) runningAtLeast() float64 {
+	return float64(max(p.UsageNs, 0)) / float64(p.Length()-p.Stall()+boundaryError)
+}
+
 // Missed is the work a throttled period missed while it did not run: on
 // cpus CPUs for notRun. It ran from the period's start until it was
-// stopped, on the CPUs the kernel stopped (or ran on, when more), and
-// those had runnable threads for the stall: it missed their work for the
+// stopped, on the CPUs the kernel stopped (or ran on, when more: when its
+// usage says so with its boundaries read off, runningAtLeast), and those
+// had runnable threads for the stall: it missed their work for the
 // stall. A period in which it kept at least BusyShare of those CPUs busy
 // while not stopped was busy all along: the time it did not run on them
 // is the throttling's, not a pause, whatever part of it the kernel
@@ -74,7 +94,7 @@ func (p Period) Missed(maxCPUs float64) (cpus float64, notRun time.Duration) {
 	if s == 0 {
 		return bound(running), 0
 	}
-	cpus = bound(max(running, float64(p.Stopped())))
+	cpus = bound(max(p.runningAtLeast(), float64(p.Stopped())))
 	if cpus > 0 && running >= cpus*BusyShare {
 		return cpus, max(p.Length()-time.Duration(float64(max(p.UsageNs, 0))/cpus), 0)
 	}

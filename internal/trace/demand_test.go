@@ -28,6 +28,13 @@ func TestPeriodDemand(t *testing.T) {
 		// (80 ms on 2 CPUs; it ran 1 CPU for 20 ms: busy all along on 2.)
 		{"old trace: stall from the throttled time", Period{EndNs: 100 * ms, UsageNs: 20 * ms, Throttled: true, ThrottledNs: 160 * ms, StoppedCPUs: 2}, 0, 200 * time.Millisecond},
 		{"old trace without stopped CPUs: one", Period{EndNs: 100 * ms, UsageNs: 20 * ms, Throttled: true, ThrottledNs: 80 * ms}, 0, 100 * time.Millisecond},
+		// One thread: 2.7 ms of running with 5 ms of usage (a boundary's
+		// usage counted in this period) is not 1.85 CPUs; with its running
+		// time read 2 ms long it is at most one, busy all along.
+		{"a boundary's usage in the wrong period", Period{EndNs: 50 * ms, UsageNs: 5 * ms, Throttled: true, StallNs: 47300000, StoppedCPUs: 1}, 0, 50 * time.Millisecond},
+		// 36 ms used in 16 ms of running: at least 2 CPUs (36 ms in 18),
+		// where the kernel stopped one.
+		{"ran on more CPUs than were stopped", Period{EndNs: 100 * ms, UsageNs: 36 * ms, Throttled: true, StallNs: 84 * ms, StoppedCPUs: 1}, 0, 200 * time.Millisecond},
 		// A whole-period stall keeps 1 % of running, as Stall says.
 		{"stood still all period", Period{EndNs: 100 * ms, UsageNs: 1 * ms, Throttled: true, StallNs: 100 * ms, StoppedCPUs: 1}, 0, 1*time.Millisecond + 99*time.Millisecond},
 		{"no length", Period{StartNs: 5, EndNs: 5, UsageNs: 3}, 0, 3},

@@ -319,7 +319,17 @@ func TestFleetFromPrometheus(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("CFSPROBE_TEST_LOG") != "" {
-			saveInputs(t, specs, groups, traces, byPath)
+			sampled := map[string][]trace.Period{}
+			seenMu.Lock()
+			for path, sps := range seen {
+				for _, sp := range sps {
+					if !sp.at.Before(start) {
+						sampled[path] = append(sampled[path], sp.p)
+					}
+				}
+			}
+			seenMu.Unlock()
+			saveInputs(t, specs, groups, traces, byPath, sampled)
 		}
 	})
 	for i, fg := range specs {
@@ -453,16 +463,18 @@ const minAgree = 14
 // (cfsprobe recommend DIR/recorded/NAME.json DIR/prometheus/NAME.json):
 // each group's recording, its synthetic trace and the series it was
 // synthesized from (series/NAME.json, histogram bounds as Prometheus
-// writes le). It saves into $CFSPROBE_TEST_LOG when set (after every
+// writes le), and the periods the exporter's sampler handed out during
+// the recording (sampler/NAME.json: what its histograms counted, blurred
+// ones aside, on the sampler's clock). It saves into $CFSPROBE_TEST_LOG when set (after every
 // run), else into a new directory under the system's temporary directory
 // (after a failed run); the test logs where.
-func saveInputs(t *testing.T, specs []fleetGroup, groups []cgroup.Group, traces []*trace.Trace, read map[string]Group) {
+func saveInputs(t *testing.T, specs []fleetGroup, groups []cgroup.Group, traces []*trace.Trace, read map[string]Group, sampled map[string][]trace.Period) {
 	dir := os.Getenv("CFSPROBE_TEST_LOG")
 	var err error
 	if dir == "" {
 		dir, err = os.MkdirTemp("", "cfsprobe-fleet-log-")
 	}
-	for _, sub := range []string{"recorded", "prometheus", "series"} {
+	for _, sub := range []string{"recorded", "prometheus", "series", "sampler"} {
 		if err == nil {
 			err = os.MkdirAll(filepath.Join(dir, sub), 0o755)
 		}
@@ -470,6 +482,9 @@ func saveInputs(t *testing.T, specs []fleetGroup, groups []cgroup.Group, traces 
 	for i, fg := range specs {
 		if err == nil && traces[i] != nil {
 			err = traces[i].WriteFile(filepath.Join(dir, "recorded", fg.name+".json"))
+		}
+		if err == nil {
+			err = writeJSON(filepath.Join(dir, "sampler", fg.name+".json"), sampled[groups[i].Path()])
 		}
 		g, ok := read[groups[i].Path()]
 		if err != nil || !ok {
@@ -514,9 +529,17 @@ func writeSeries(path string, s Series) error {
 		Demand, Stopped jsonHistogram
 		UsageQuantiles  map[string]float64
 	}{s, js(s.Demand), js(s.Stopped), quantiles}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
+	if err := writeJSON(path, doc); err != nil {
 		return fmt.Errorf("series of %s: %w", s.Key, err)
+	}
+	return nil
+}
+
+// writeJSON writes v to path as indented JSON.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
 	}
 	return os.WriteFile(path, b, 0o644)
 }
