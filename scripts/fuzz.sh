@@ -51,8 +51,24 @@ fuzz_one() {
 export -f fuzz_one
 export GO fuzztime
 
-"$GO" list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do
+targets=$("$GO" list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do
 	for f in $(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$dir"/*_test.go 2>/dev/null); do
 		echo "$pkg $f"
 	done
-done | xargs -P "$jobs" -L 1 bash -c 'fuzz_one "$0" "$1"'
+done)
+[ -n "$targets" ] || { echo "fuzz.sh: no fuzz targets found" >&2; exit 1; }
+
+# The first target is built alone first, for one input: its build
+# compiles what every target's shares, the standard library and the
+# modules instrumented for coverage, which two go commands side by side
+# would each compile (the build cache does not share work in progress).
+# From an empty build cache: 104 s in all against 144, 155 s of CPU
+# against 229 (2026-11-28, 2 CPUs).
+read -r pkg f <<<"$targets"
+if ! out=$("$GO" test -run '^$' -fuzz "^$f\$" -fuzztime 1x -parallel 1 "$pkg" 2>&1); then
+	echo "$out" | tail -30
+	echo "fuzz $pkg $f: FAILED on its first input"
+	exit 1
+fi
+
+echo "$targets" | xargs -P "$jobs" -L 1 bash -c 'fuzz_one "$0" "$1"'
