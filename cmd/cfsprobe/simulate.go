@@ -73,7 +73,7 @@ The same --seed gives the same trace.`,
   cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 10ms parallel --threads 64 --duration 5s
   # 64 threads that wake, work 200us and sleep, on a 64-CPU host: compare the
   # eras (4.18 loses the runtime left on CPUs that went idle: 86% of the quota
-  # used, p99 170ms; 5.4: 101%, p99 76ms)
+  # used, p99 99ms; 5.4: 101%, p99 75ms)
   cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 50ms bursty --threads 64 --on-cpu 200us --off 20ms --duration 5s
   cfsprobe simulate --kernel 5.4 --host-cpus 64 --quota 50ms bursty --threads 64 --on-cpu 200us --off 20ms --duration 5s
   cfsprobe simulate --kernel 5.14 --quota 20ms --burst 20ms bursty --on-cpu 30ms --off 177ms --duration 30s --report burst.html

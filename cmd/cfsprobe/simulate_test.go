@@ -136,7 +136,10 @@ func TestSimulateHelpEraExample(t *testing.T) {
 	if old.Summary.CPURatio > 0.92*quota || fixed.Summary.CPURatio < 0.97*quota {
 		t.Errorf("CPU used: %.2f on 4.18, %.2f on 5.4 (quota %.2f): want 4.18 well under the quota, 5.4 at it", old.Summary.CPURatio, fixed.Summary.CPURatio, quota)
 	}
-	if old.Summary.LatencyNs.P99 < 3*fixed.Summary.LatencyNs.P99/2 {
-		t.Errorf("p99 %v on 4.18, %v on 5.4: want 4.18's far longer", time.Duration(old.Summary.LatencyNs.P99), time.Duration(fixed.Summary.LatencyNs.P99))
+	// 99 ms against 75 (170 against 76 while a sleep ended 50 µs late in
+	// the model rather than 130: the waits are the refills', whose phase
+	// the sleeps' lateness moves).
+	if old.Summary.LatencyNs.P99 < 6*fixed.Summary.LatencyNs.P99/5 {
+		t.Errorf("p99 %v on 4.18, %v on 5.4: want 4.18's longer by a fifth at least", time.Duration(old.Summary.LatencyNs.P99), time.Duration(fixed.Summary.LatencyNs.P99))
 	}
 }

@@ -63,8 +63,8 @@ func threadsOf(t *testing.T, spec trace.Spec, usable []int, event time.Duration)
 	return th
 }
 
-// periodic: a burn (one operation), a sleep (ending the timer slack
-// late), ..., the last burn without a sleep after it; wall-time burns
+// periodic: a burn (one operation), a sleep (ending SleepLate late),
+// ..., the last burn without a sleep after it; wall-time burns
 // spin to their end, CPU-time burns ask for CPU time.
 func TestPeriodicSteps(t *testing.T) {
 	th := threadsOf(t, specOf(t, "periodic", "--burn", "5ms", "--sleep", "100ms", "--iterations", "3", "--threads", "2"), []int{0, 1, 2, 3}, 0)
@@ -73,7 +73,7 @@ func TestPeriodicSteps(t *testing.T) {
 	}
 	spin := func(until time.Duration) Step { return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true} }
 	sleep := func(until time.Duration) Step { return Step{Kind: Sleep, Until: until} }
-	const sl, st = TimerSlack, StartCPU
+	const sl, st = SleepLate, StartCPU
 	want := []Step{spin(st + 5*ms), sleep(st + 105*ms + sl), spin(st + 110*ms + sl), sleep(st + 210*ms + 2*sl), spin(st + 215*ms + 2*sl), {Kind: Exit}}
 	if got := steps(t, th, 1); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
@@ -87,7 +87,7 @@ func TestPeriodicSteps(t *testing.T) {
 }
 
 // bursty: bursts until --duration, each followed by --off plus the
-// engine's jitter draw (and the timer slack), the last idle time cut at
+// engine's jitter draw (and the sleep's lateness), the last idle time cut at
 // the end.
 func TestBurstySteps(t *testing.T) {
 	spec := specOf(t, "bursty", "--on", "30ms", "--off", "50ms", "--jitter", "20ms", "--duration", "300ms", "--seed", "9")
@@ -101,7 +101,7 @@ func TestBurstySteps(t *testing.T) {
 		now += 30 * ms
 		off := min(50*ms+draw(), max(end-now, 0))
 		if off > 0 {
-			off += TimerSlack
+			off += SleepLate
 		}
 		now += off
 		want = append(want, Step{Kind: Sleep, Until: now})
@@ -121,7 +121,7 @@ func TestBurstySteps(t *testing.T) {
 }
 
 // bursty --every: the k-th burst starts k × every after the start (and
-// the timer slack), whenever the one before ended; one that ends late
+// the sleep's lateness), whenever the one before ended; one that ends late
 // is followed by the next at once.
 func TestBurstyEverySteps(t *testing.T) {
 	for _, on := range []time.Duration{30 * ms, 130 * ms} {
@@ -135,7 +135,7 @@ func TestBurstyEverySteps(t *testing.T) {
 			now += on
 			off := min(max(StartCPU+time.Duration(k)*100*ms-now, 0), max(end-now, 0))
 			if off > 0 {
-				off += TimerSlack
+				off += SleepLate
 			}
 			now += off
 			want = append(want, Step{Kind: Sleep, Until: now})
