@@ -332,11 +332,22 @@ func TestFleetFromPrometheus(t *testing.T) {
 			saveInputs(t, specs, groups, traces, byPath, sampled)
 		}
 	})
+	unseen := map[string]bool{} // groups the sampler attributed no period of
 	for i, fg := range specs {
 		path := groups[i].Path()
 		g, ok := byPath[path]
 		if !ok {
 			t.Errorf("%s: not read from Prometheus", fg.name)
+			continue
+		}
+		if errors.Is(g.Err, ErrNoDemand) {
+			// The exporter's sampler attributed none of the group's
+			// periods (a group that runs a period or two every 2 s
+			// whose boundaries it had not pinned: docs/metrics.md, "How
+			// the sampler measures"); recommend --prometheus leaves it
+			// out, and it counts below as a group that does not agree.
+			t.Logf("%s: %v: left out by recommend --prometheus", fg.name, g.Err)
+			unseen[fg.name] = true
 			continue
 		}
 		if g.Err != nil {
@@ -399,13 +410,17 @@ func TestFleetFromPrometheus(t *testing.T) {
 	// Must show 4: each group's recommendation from Prometheus is within
 	// 15 % (or the 10 millicores a quota is stepped by) of the one from its
 	// recording: both remove the limit, or both reserve about as much.
-	if len(fromProm) != len(specs) {
-		t.Errorf("recommend --prometheus advised %d groups, want the %d of the test", len(fromProm), len(specs))
+	if len(fromProm) != len(specs)-len(unseen) {
+		t.Errorf("recommend --prometheus advised %d groups, want the %d of the test less the %d it saw no period of", len(fromProm), len(specs), len(unseen))
 	}
 	agree := 0
 	for i, fg := range specs {
 		key := Key{Job: "cfsprobe", Instance: ln.Addr().String(), Cgroup: groups[i].Path()}
 		ra, rb := fromRec[fg.name], fromProm[key.String()]
+		if unseen[fg.name] && ra != nil && rb == nil {
+			t.Logf("%s: recommended %s %s from the recording, nothing from Prometheus (no period observed): does not agree", fg.name, ra.Recommended.Kind, ra.Recommended.Setting)
+			continue
+		}
 		if ra == nil || rb == nil {
 			t.Errorf("%s: no recommendation from the recording (%v) or from Prometheus (%v)", fg.name, ra != nil, rb != nil)
 			continue
@@ -456,7 +471,10 @@ func recommendCmd(t *testing.T, self string, args ...string) map[string]*recomme
 // whose need depends on the order of the heavy periods that a histogram
 // does not keep, and the tails of 150 s, which the two readers see
 // differently: docs/recommend-fleet.md), so the test holds what is
-// reached, and fails on a step back from it.
+// reached, and fails on a step back from it. A group the exporter's
+// sampler attributed no period of, which recommend --prometheus leaves
+// out, does not agree (a CI run, 2026-11-28: b4-loose, whose 40 ms
+// bursts every 2 s are one or two periods, had every period blurred).
 const minAgree = 14
 
 // saveInputs keeps what a run compared, to be advised again offline
