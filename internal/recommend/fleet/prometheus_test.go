@@ -317,18 +317,20 @@ func TestFleetFromPrometheus(t *testing.T) {
 	for _, g := range fleet {
 		byPath[g.Key.Cgroup] = g
 	}
+	// The periods the exporter's sampler handed out since the recordings
+	// started, by group: what its histograms counted (blurred ones aside).
+	sampled := map[string][]trace.Period{}
+	seenMu.Lock()
+	for path, sps := range seen {
+		for _, sp := range sps {
+			if !sp.at.Before(start) {
+				sampled[path] = append(sampled[path], sp.p)
+			}
+		}
+	}
+	seenMu.Unlock()
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("CFSPROBE_TEST_LOG") != "" {
-			sampled := map[string][]trace.Period{}
-			seenMu.Lock()
-			for path, sps := range seen {
-				for _, sp := range sps {
-					if !sp.at.Before(start) {
-						sampled[path] = append(sampled[path], sp.p)
-					}
-				}
-			}
-			seenMu.Unlock()
 			saveInputs(t, specs, groups, traces, byPath, sampled)
 		}
 	})
@@ -355,21 +357,15 @@ func TestFleetFromPrometheus(t *testing.T) {
 			continue
 		}
 		rec, syn := demands(traces[i]), demands(g.Trace)
-		seenMu.Lock()
 		var smp []float64
 		blurred := 0
-		for _, sp := range seen[path] {
-			p := sp.p
-			if sp.at.Before(start) {
-				continue
-			}
+		for _, p := range sampled[path] {
 			if p.Blurred {
 				blurred++
 				continue
 			}
 			smp = append(smp, p.DemandCPUs(float64(host.CPUs)))
 		}
-		seenMu.Unlock()
 		slices.Sort(smp)
 		recBlurred := 0
 		for _, p := range traces[i].Periods {
