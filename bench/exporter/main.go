@@ -752,7 +752,7 @@ func (b *bench) sampler(bin, parent string) error {
 	if b.samplerIdle1000 > 0 {
 		b.printf("| 1,000 idle (the node above) | | | %.2f %% (with walks) | |\n", pct(b.samplerIdle1000, time.Second))
 	}
-	b.printf("\nTarget < 2 %% of one CPU for 100 groups. The sampler wakes every 10 ms (20 ms once every group's boundaries are pinned down) and reads a group in every pass until then, then in the passes just before and after each boundary (and half-way, when it was throttled lately; on v1 cpu.stat after the boundary only, cpuacct.usage in each); a quiet group (no period counted) whose boundaries are pinned just before each boundary (its usage alone) and just after it (cpu.stat alone), one whose boundaries are not pinned once per period, backing off to once a second (cpu.stat only).\n\n")
+	b.printf("\nTarget < 2 %% of one CPU for 100 groups. The sampler wakes every 10 ms (20 ms once every group's boundaries are pinned down) and reads a group in every pass until then, then in the passes just before and after each boundary (and half-way, when it was throttled lately; on v1 cpu.stat after the boundary only, cpuacct.usage in each); a quiet group (no period counted) whose boundaries are pinned just before each boundary (its usage alone) and just after it (cpu.stat alone), one whose boundaries are not pinned once per period for 10 s after it last ran, then backing off to once a second (cpu.stat only).\n\n")
 	return nil
 }
 

@@ -54,6 +54,41 @@ func (s sleeper) write(t *testing.T, dir string, at time.Duration) {
 	}
 }
 
+// sample follows the group with a Sampler, on a simulated clock that
+// passes as Run's schedule says (each reading instant) until the end,
+// and returns the periods it handed out.
+func (s sleeper) sample(t *testing.T, end time.Duration) []trace.Period {
+	t.Helper()
+	dir := t.TempDir()
+	var now time.Duration
+	s.write(t, dir, now)
+	var got []trace.Period
+	sm := NewSampler(SamplerOptions{
+		MaxGroups: 1, CPUs: 2,
+		UsageBuckets: []float64{1}, DemandBuckets: []float64{1}, StallBuckets: []float64{1}, StoppedBuckets: []float64{1},
+		Clock:   func() int64 { return int64(now) },
+		Periods: func(_ string, p trace.Period) { got = append(got, p) },
+	})
+	sm.Follow([]Target{{Group: Group{Path: "/sleeper", CPUDir: dir, AcctDir: dir, Version: 1}, Limits: cgroup.Limits{Period: s.period, Quota: s.period / 2}}})
+	defer sm.close()
+	r := rand.New(rand.NewPCG(1, 2))
+	gap := int64(s.period / 10)
+	for now < end {
+		s.write(t, dir, now)
+		next, interval := sm.pass(int64(now), gap)
+		planned := next
+		if interval > 0 {
+			gap = int64(float64(interval) * (0.8 + 0.4*r.Float64()))
+			planned = int64(now) + gap
+		}
+		now = time.Duration(max(planned, int64(now)+int64(minPassGap)))
+	}
+	sm.mu.Lock()
+	sm.groups[0].tracker.Flush(sm.emitter(sm.groups[0]))
+	sm.mu.Unlock()
+	return got
+}
+
 // A group that runs a little every period for six seconds (its grid is
 // pinned in that time: the readings' random intervals drift over the
 // period slowly), then 10 ms
@@ -75,34 +110,7 @@ func TestQuietGroupBurstsSeenClosely(t *testing.T) {
 		g.bursts = append(g.bursts, [2]time.Duration{start, 10 * time.Millisecond})
 		sparse = append(sparse, start)
 	}
-	dir := t.TempDir()
-	var now time.Duration
-	g.write(t, dir, now)
-	var got []trace.Period
-	s := NewSampler(SamplerOptions{
-		MaxGroups: 1, CPUs: 2,
-		UsageBuckets: []float64{1}, DemandBuckets: []float64{1}, StallBuckets: []float64{1}, StoppedBuckets: []float64{1},
-		Clock:   func() int64 { return int64(now) },
-		Periods: func(_ string, p trace.Period) { got = append(got, p) },
-	})
-	s.Follow([]Target{{Group: Group{Path: "/sleeper", CPUDir: dir, AcctDir: dir, Version: 1}, Limits: cgroup.Limits{Period: period, Quota: 50 * time.Millisecond}}})
-	defer s.close()
-	// Run's schedule, on the simulated clock.
-	r := rand.New(rand.NewPCG(1, 2))
-	gap := int64(period / 10)
-	for now < 16*time.Second {
-		g.write(t, dir, now)
-		next, interval := s.pass(int64(now), gap)
-		planned := next
-		if interval > 0 {
-			gap = int64(float64(interval) * (0.8 + 0.4*r.Float64()))
-			planned = int64(now) + gap
-		}
-		now = time.Duration(max(planned, int64(now)+int64(minPassGap)))
-	}
-	s.mu.Lock()
-	s.groups[0].tracker.Flush(s.emitter(s.groups[0]))
-	s.mu.Unlock()
+	got := g.sample(t, 16*time.Second)
 
 	for _, start := range sparse {
 		end := g.phase + ((start-g.phase)/period+1)*period
@@ -118,5 +126,52 @@ func TestQuietGroupBurstsSeenClosely(t *testing.T) {
 		if !found {
 			t.Errorf("the burst at %v: no period ends at %v", start, end)
 		}
+	}
+}
+
+// A group that only ever runs in bursts of 40 ms every 2 s (a period or
+// two each, the fleet test's b4 groups): it is read every period while
+// it sleeps, so that a burst wakes it within a period and the rest of
+// the burst's boundaries are read closely, until its grid is pinned;
+// from then on every burst is seen closely. A sampler that backs off to
+// a reading a second while such a group sleeps wakes after most bursts
+// have ended, and never pins it (every period blurred, as on a
+// clean-clone CI run). The usage at a boundary is interpolated between
+// the readings around it, the one before up to a fifth of a period
+// early, so a burst that ends in that time is seen partly in the period
+// after it (at most what it used after the reading).
+func TestSparseGroupPinned(t *testing.T) {
+	const period = 100 * time.Millisecond
+	g := sleeper{period: period, phase: 37 * time.Millisecond}
+	for x := 500 * time.Millisecond; x < 60*time.Second; x += 2003 * time.Millisecond {
+		g.bursts = append(g.bursts, [2]time.Duration{x, 40 * time.Millisecond})
+	}
+	got := g.sample(t, 60*time.Second)
+	closely := 0
+	for _, b := range g.bursts {
+		if b[0] < 30*time.Second || b[0]+b[1] > 59*time.Second {
+			continue
+		}
+		var in, after time.Duration // in the periods it ran in; in the one after
+		blurred := false
+		for _, p := range got {
+			switch {
+			case p.EndNs > int64(b[0]) && p.StartNs < int64(b[0]+b[1]):
+				in += time.Duration(p.UsageNs)
+			case p.StartNs >= int64(b[0]+b[1]) && p.StartNs < int64(b[0]+b[1]+period):
+				after += time.Duration(p.UsageNs)
+			default:
+				continue
+			}
+			blurred = blurred || p.Blurred
+		}
+		if blurred || in < 32*time.Millisecond || in+after < 39800*time.Microsecond || in+after > 40200*time.Microsecond {
+			t.Errorf("the burst at %v: blurred %v, %v used in its periods and %v in the one after; want seen closely, 40ms", b[0], blurred, in, after)
+			continue
+		}
+		closely++
+	}
+	if closely < 14 {
+		t.Errorf("%d bursts seen closely after 30 s, want 14", closely)
 	}
 }

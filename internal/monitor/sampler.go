@@ -43,7 +43,9 @@ type SamplerOptions struct {
 // period boundaries are pinned down it is still read around each
 // boundary, one file each time, so that a burst's periods are seen as
 // closely as a running group's; before that, its cpu.stat alone is read,
-// once per period and less and less often down to once a second, until a
+// once per period for sparseWatch after it last ran (so that a burst
+// wakes it within a period, and the burst's boundaries pin its grid),
+// then less and less often down to once a second, until a
 // period is counted again, and the periods until then are not seen
 // closely. Run does the reading; Follow says which groups to follow;
 // Snapshot copies the histograms.
@@ -68,6 +70,7 @@ type sampled struct {
 	last      cgroup.Stat
 	haveLast  bool
 	changed   int64 // when nr_periods last moved
+	ran       bool  // nr_periods moved since the first reading: changed is when the group last ran
 	idle      bool  // quiet: no period counted lately
 	idleWait  int64 // between readings while quiet and not pinned
 	throttled int64 // when nr_throttled last moved
@@ -201,8 +204,9 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 //     whole periods after its last expiry, hrtimer_forward_now in
 //     start_cfs_bandwidth), so the periods of a burst that wakes it are
 //     seen between readings that close;
-//   - a quiet group whose boundaries are not pinned: once a period, then
-//     less and less often, down to once a second; in the first pass
+//   - a quiet group whose boundaries are not pinned: once a period for
+//     sparseWatch after it last ran, then less and less often, down to
+//     once a second; in the first pass
 //     after it is due while other groups run, in a pass of its own only
 //     when all are quiet.
 //
@@ -270,6 +274,7 @@ func (s *Sampler) startAlarm(ctx context.Context) bool {
 const (
 	minPassGap  = 500 * time.Microsecond // between two passes
 	maxIdleWait = time.Second            // between two readings of a quiet group
+	sparseWatch = 10 * time.Second       // a quiet unpinned group is read every period for this long after it ran
 )
 
 // pass reads the groups that want a reading at now, the next pass being
@@ -411,10 +416,11 @@ func (s *Sampler) sample(g *sampled) error {
 	if !g.haveLast || st.NrThrottled != g.last.NrThrottled {
 		g.throttled = t
 	}
-	g.last, g.haveLast = st, true
 	if moved {
+		g.ran = g.ran || g.haveLast
 		g.changed = t
 	}
+	g.last, g.haveLast = st, true
 	if g.idle && !moved {
 		g.idleFor(t, period)
 		return nil
@@ -519,7 +525,7 @@ func (s *Sampler) sampleQuiet(g *sampled, period int64) (done bool, err error) {
 	g.tracker.Add(trace.SampleOf(t, st), s.emitter(g))
 	if st.UsageNs != g.last.UsageNs {
 		// It runs: read it as a running group until it is quiet again.
-		g.idle, g.changed = false, t
+		g.idle, g.changed, g.ran = false, t, true
 		g.due = t + period/10
 	}
 	g.last = st
@@ -557,10 +563,18 @@ func (g *sampled) focus(t, period int64) {
 }
 
 // idleFor schedules the next reading of a quiet group, in which no
-// period was counted at t: a period later at first, twice as long each
-// time after, up to maxIdleWait (but never less than a period).
+// period was counted at t: a period later while the group ran within
+// sparseWatch (its grid is not pinned yet: a group that runs a period
+// or two every few seconds is woken within a period of a burst's first
+// boundary, so that the rest of the burst's boundaries are read between
+// readings that close, and pin its grid); after that, a period later at
+// first, twice as long each time after, up to maxIdleWait (but never
+// less than a period).
 func (g *sampled) idleFor(t, period int64) {
 	g.idleWait = max(period, min(2*g.idleWait, int64(maxIdleWait)))
+	if g.ran && t-g.changed < int64(sparseWatch) {
+		g.idleWait = period
+	}
 	g.due = t + g.idleWait
 }
 
