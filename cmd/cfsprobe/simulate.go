@@ -28,6 +28,8 @@ type simFlags struct {
 	hostCPUs int
 	seed     uint64
 	eventCPU time.Duration
+	startCPU time.Duration
+	wakeCPU  time.Duration
 }
 
 func (f *simFlags) add(fl *pflag.FlagSet) {
@@ -35,10 +37,12 @@ func (f *simFlags) add(fl *pflag.FlagSet) {
 	fl.IntVar(&f.hostCPUs, "host-cpus", 0, "CPUs of the simulated host (default: this host's)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the model's randomness: the same seed gives the same trace")
 	fl.DurationVar(&f.eventCPU, "event-cpu", 0, "parallel: CPU time of one event (default: measured on this host)")
+	fl.DurationVar(&f.startCPU, "start-cpu", 0, "CPU time of the workload process's start and exit (default: 1ms; suite --compare: measured on this host)")
+	fl.DurationVar(&f.wakeCPU, "wake-cpu", 0, "CPU time a thread spends around each sleep (default: none; suite --compare: measured on this host)")
 }
 
 // simFlagNames are simFlags' flags.
-var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu"}
+var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "start-cpu", "wake-cpu"}
 
 func newSimulateCmd() *cobra.Command {
 	f := &simulateFlags{}
@@ -68,12 +72,17 @@ Workloads (cfsprobe simulate WORKLOAD --help for their flags):
 ` + workloadTable(sim.Workloads(), sim.Summary) + `
 The parallel workload's event costs the CPU time it takes on this host
 (measured in a moment before the simulation) unless --event-cpu gives it.
-The same --seed gives the same trace.`,
+What the workload's process costs beside its operations is 1 ms for its
+start (--start-cpu) and nothing around its sleeps (--wake-cpu) unless given:
+a virtual machine's wake-up costs about 25us, and under emulation a start
+costs 4 to 8 ms and a wake-up 40 to 130us (cfsprobe suite --compare measures
+them on this host, for the simulation it compares with the measured run).
+spec.simulated records what was used. The same --seed gives the same trace.`,
 		Example: `  cfsprobe simulate --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
   cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 10ms parallel --threads 64 --duration 5s
   # 64 threads that wake, work 200us and sleep, on a 64-CPU host: compare the
-  # eras (4.18 loses the runtime left on CPUs that went idle: 86% of the quota
-  # used, p99 99ms; 5.4: 101%, p99 75ms)
+  # eras (4.18 loses the runtime left on CPUs that went idle: 85% of the quota
+  # used, p99 94ms; 5.4: 100%, p99 75ms)
   cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 50ms bursty --threads 64 --on-cpu 200us --off 20ms --duration 5s
   cfsprobe simulate --kernel 5.4 --host-cpus 64 --quota 50ms bursty --threads 64 --on-cpu 200us --off 20ms --duration 5s
   cfsprobe simulate --kernel 5.14 --quota 20ms --burst 20ms bursty --on-cpu 30ms --off 177ms --duration 30s --report burst.html
@@ -110,7 +119,7 @@ func runSimulate(c *cobra.Command, f *simulateFlags, args []string) error {
 	}
 	plan, err := sim.Prepare(sim.Setup{
 		Workload: name, Args: wargs, Limits: lim, Era: era, CPUs: cpus,
-		Seed: f.seed, EventCPU: f.eventCPU, Version: lab.Version,
+		Seed: f.seed, EventCPU: f.eventCPU, StartCPU: f.startCPU, WakeCPU: f.wakeCPU, Version: lab.Version,
 	})
 	if err != nil {
 		var he *workload.HelpError
@@ -142,6 +151,12 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	}
 	if c.Flags().Changed("event-cpu") && f.eventCPU <= 0 {
 		return "", 0, usageErr("--event-cpu %v: give the CPU time of one event, such as 250us, or leave it out to measure it", f.eventCPU)
+	}
+	if c.Flags().Changed("start-cpu") && f.startCPU <= 0 {
+		return "", 0, usageErr("--start-cpu %v: give the CPU time of the workload process's start, such as 1ms, or leave it out to measure it", f.startCPU)
+	}
+	if c.Flags().Changed("wake-cpu") && f.wakeCPU <= 0 {
+		return "", 0, usageErr("--wake-cpu %v: give the CPU time of a thread's wake-up, such as 25us, or leave it out to measure it", f.wakeCPU)
 	}
 	if c.Flags().Changed("kernel") {
 		era, err := sim.ParseEra(f.kernel)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -10,6 +12,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/check"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/suite"
 )
 
@@ -33,8 +36,10 @@ stops the run in progress (its cgroup is removed) and keeps what finished.
 --simulate runs every scenario on cfsprobe simulate's model instead of a real
 cgroup (no root needed; --kernel, --host-cpus, --seed as for simulate; {cpus}
 is then the simulated host's), judged by the same expectations. --compare
-measures every scenario and simulates it on this host's model, and prints the
-two side by side: throttled ratio, CPU used, p99 and p99.9, and whether they
+measures every scenario and simulates it on this host's model (with what the
+workload's process costs on this host beside its operations, measured first:
+its start and a thread's wake-up, --start-cpu and --wake-cpu of cfsprobe
+simulate --help), and prints the two side by side: throttled ratio, CPU used, p99 and p99.9, and whether they
 agree (within 5 points, 5 %, and 20 % or 2ms).
 
 Exit status: 0 when every expectation was met, 1 when one was not, 2 for an
@@ -101,7 +106,15 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 					return err
 				}
 				env.CPUs = cpus
-				env.Sim = &suite.SimEnv{Era: era, Seed: sf.seed, EventCPU: sf.eventCPU, Measure: compare}
+				env.Sim = &suite.SimEnv{Era: era, Seed: sf.seed, EventCPU: sf.eventCPU, StartCPU: sf.startCPU, WakeCPU: sf.wakeCPU, Measure: compare}
+				if compare && (sf.startCPU == 0 || sf.wakeCPU == 0) {
+					// Compared with this host's runs: its costs.
+					hc, err := sim.HostCosts()
+					if err != nil {
+						return fmt.Errorf("measure what the workload's process costs on this host: %w", err)
+					}
+					env.Sim.StartCPU, env.Sim.WakeCPU = cmp.Or(sf.startCPU, hc.Start), cmp.Or(sf.wakeCPU, hc.Wake)
+				}
 			}
 			batch, err := suite.NewBatch(suites, env, lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr})
 			if err != nil {

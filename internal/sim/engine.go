@@ -32,6 +32,7 @@ type thread struct {
 	cpu   int32 // current CPU, or the last one (-1: none yet)
 	kind  StepKind
 	need  int64 // Burn: CPU time still to burn
+	polls bool  // Burn: charged as it runs (Step.Polls)
 	until int64 // Spin, Sleep: until when
 	// The operation under way: it started at opStart with ran at opCPU;
 	// opEnd marks the current step as its last.

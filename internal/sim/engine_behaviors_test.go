@@ -21,6 +21,7 @@ func (busy) Next(time.Duration, *rand.Rand) Step { return Step{Kind: Burn, CPU: 
 type cycle struct {
 	cpu, sleep time.Duration
 	random     bool
+	polls      bool // its burns poll its CPU clock (Step.Polls)
 	sleeping   bool
 }
 
@@ -34,7 +35,7 @@ func (c *cycle) Next(now time.Duration, rng *rand.Rand) Step {
 		d = time.Duration(rng.ExpFloat64()*float64(d)) + time.Microsecond // never a burn of nothing
 	}
 	if c.sleeping {
-		return Step{Kind: Burn, CPU: d, OpStart: true, OpEnd: true}
+		return Step{Kind: Burn, CPU: d, OpStart: true, OpEnd: true, Polls: c.polls}
 	}
 	return Step{Kind: Sleep, Until: now + d}
 }

@@ -320,6 +320,13 @@ func (e *engine) slackTimer(l int) {
 func (e *engine) periodTimer(l int) {
 	b := &e.bw[l]
 	slot := e.fixed + slotPeriod0 + int32(l)
+	// What threads that poll their CPU clock used so far is charged
+	// already (Step.Polls), to the period that ends.
+	for ci := range e.cpus {
+		if c := &e.cpus[ci]; c.cur >= 0 && e.threads[c.cur].kind == Burn && e.threads[c.cur].polls {
+			e.charge(int32(ci))
+		}
+	}
 	b.next += b.period
 	b.nrPeriods++
 	throttled := b.head >= 0

@@ -97,7 +97,7 @@ func (e *engine) advance(i int32) tstate {
 		switch st.Kind {
 		case Burn:
 			if st.CPU > 0 {
-				t.kind, t.need = Burn, int64(st.CPU)
+				t.kind, t.need, t.polls = Burn, int64(st.CPU), st.Polls
 				return tQueued
 			}
 		case Spin:
@@ -164,22 +164,42 @@ func (e *engine) progress(ci int32) {
 }
 
 // armCompletion arms the timer of CPU ci's thread for when its step
-// ends.
+// ends, or, for a Burn that polls its CPU clock, for when its run
+// queue's local runtime runs out first (the charge it makes then asks
+// the pool for more, or throttles).
 func (e *engine) armCompletion(ci int32) {
-	i := e.cpus[ci].cur
+	c := &e.cpus[ci]
+	i := c.cur
 	t := &e.threads[i]
 	at := e.now + t.need
 	if t.kind == Spin {
 		at = max(t.until, e.now)
 	}
+	if t.kind == Burn && t.polls {
+		uncharged := e.now - c.lastCharge
+		for l := 0; l < e.levels; l++ {
+			if rq := &c.rq[l]; e.bw[l].quota > 0 && rq.remaining-uncharged > 0 {
+				at = min(at, e.now+rq.remaining-uncharged)
+			}
+		}
+	}
 	e.h.set(i, at)
 }
 
-// stepDone is CPU ci's thread finishing its Burn or Spin.
+// stepDone is CPU ci's thread finishing its Burn or Spin, or, a Burn
+// that polls, running out of local runtime before that: it is charged,
+// and runs on unless that throttled it.
 func (e *engine) stepDone(ci int32) {
 	c := &e.cpus[ci]
 	i := c.cur
 	e.progress(ci)
+	if t := &e.threads[i]; t.kind == Burn && t.need > 0 {
+		e.charge(ci)
+		if !e.checkRuntime(ci) {
+			e.armCompletion(ci)
+		}
+		return
+	}
 	switch e.advance(i) {
 	case tQueued:
 		e.armCompletion(ci)

@@ -149,6 +149,37 @@ func TestTaskBasedThrottleCountsFromFirstTask(t *testing.T) {
 	}
 }
 
+// TestPollingBurnIsChargedAsItRuns: bursts of 30 ms of CPU time every
+// 207 ms under 20 ms per 100 ms (the burst suite's no-burst), before
+// 6.18. A burst that starts less than 20 ms before a refill fits: what it
+// runs before the boundary comes from that period's quota, the rest from
+// the next. Burnt as the engine burns CPU time, reading its CPU clock
+// (which charges the group's runtime as it runs), it is not throttled,
+// and about one burst in three is (the kernel: 16.8 to 17.8 % of the
+// periods on 6.1); charged at the tick, the time since the last tick
+// before the boundary goes to the next period, which then runs out as
+// the burst ends, and the empty run queue is throttled: nearly two
+// bursts in three were, 26 % of the periods.
+func TestPollingBurnIsChargedAsItRuns(t *testing.T) {
+	ratio := map[bool]float64{}
+	for _, polls := range []bool{false, true} {
+		c := Config{Era: Era5_14, CPUs: 2, Limits: cgroup.Limits{Quota: 20 * time.Millisecond}, Duration: 20 * time.Second, Seed: 1}
+		r, err := Run(c, []Thread{{Pin: 1, Behavior: &cycle{cpu: 30 * time.Millisecond, sleep: 177 * time.Millisecond, polls: polls}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := r.Samples[len(r.Samples)-1]
+		ratio[polls] = float64(last.NrThrottled) / float64(last.NrPeriods)
+		t.Logf("polls %v: %d of %d periods throttled", polls, last.NrThrottled, last.NrPeriods)
+	}
+	if ratio[true] < 0.12 || ratio[true] > 0.19 {
+		t.Errorf("burns that poll: %.1f %% of the periods throttled, want 12 to 19 %% (one burst in three)", 100*ratio[true])
+	}
+	if ratio[false] < ratio[true]+0.05 {
+		t.Errorf("burns charged at the tick: %.1f %% of the periods throttled, want more than those that poll (%.1f %%)", 100*ratio[false], 100*ratio[true])
+	}
+}
+
 // TestParentQuotaLimitsTheGroup: a group allowed two CPUs under a parent
 // allowed one uses one.
 func TestParentQuotaLimitsTheGroup(t *testing.T) {

@@ -89,6 +89,14 @@ type Step struct {
 	// the start of its first step to the end of its last; Result.Ops
 	// lists them.
 	OpStart, OpEnd bool
+	// Polls (Burn): the thread reads its own CPU clock as it burns, a
+	// system call in which the kernel charges its runtime to its group
+	// (task_sched_runtime calls update_curr), so the group's runtime is
+	// charged as it runs, not at the tick and at scheduling events: it
+	// runs out when the local runtime does, and the CPU time it used
+	// before a refill is charged before it (the engine's burns of CPU
+	// time, burn_for with ON_CPU_NS or BURN_CPU_NS).
+	Polls bool
 }
 
 // Behavior gives a thread its next step when it finished the previous

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -34,8 +35,13 @@ import (
 //     --events are done in all). One operation per event.
 //
 // A sleep of d ends d + SleepLate later (a thread's clock_nanosleep is
-// an hrtimer of the timer slack, and the wake-up), and nothing else of the engine's own time
-// between operations is modelled but the process's start (StartCPU).
+// an hrtimer of the timer slack, and the wake-up), and costs the thread
+// Setup.WakeCPU of CPU time when it wakes (none by default); the
+// process's start costs the first thread Setup.StartCPU
+// (DefaultStartCPU) before the workload's clock starts. A simulation
+// compared with a run on this host takes both as measured here
+// (HostCosts). Nothing else of the engine's own time between operations
+// is modelled.
 // Pinning
 // follows workload.PinLast: with fewer threads than usable CPUs (the
 // group's cpuset, else all the host's) a pinned workload keeps to that
@@ -57,6 +63,10 @@ type Setup struct {
 	// EventCPU is the CPU time of one event of the parallel workload; 0:
 	// measured on this host (workload.EventCPU), once per --max-prime.
 	EventCPU time.Duration
+	// StartCPU is the CPU time of the workload's process's start and
+	// exit (0: DefaultStartCPU); WakeCPU that of a thread's wake-up from
+	// each sleep (0: none). HostCosts measures both on this host.
+	StartCPU, WakeCPU time.Duration
 	// Version is cfsprobe's, for the trace.
 	Version string
 }
@@ -105,6 +115,9 @@ func Prepare(s Setup) (*Plan, error) {
 	}
 	if s.EventCPU < 0 {
 		return ue(fmt.Errorf("the event's CPU time must be positive, not %v", s.EventCPU))
+	}
+	if s.StartCPU < 0 || s.WakeCPU < 0 {
+		return ue(fmt.Errorf("the process's start and wake-up CPU times must be positive, not %v and %v", s.StartCPU, s.WakeCPU))
 	}
 	if err := s.Limits.Validate(); err != nil {
 		return ue(err)
@@ -163,14 +176,14 @@ func Summary(name string) string {
 // Spec is what the plan runs, for the trace.
 func (p *Plan) Spec() trace.Spec { return p.spec }
 
-// Run simulates the plan and writes its trace. The only error is one of
-// measuring the event of a parallel workload on this host.
+// Run simulates the plan and writes its trace. The only errors are
+// those of measuring the workload's costs on this host.
 func (p *Plan) Run() (*trace.Trace, error) {
 	s := p.setup
-	eventCPU := s.EventCPU
-	if pp := p.spec.Params; pp != nil && pp.Parallel != nil && eventCPU == 0 {
+	c := Costs{Costs: workload.Costs{Start: s.StartCPU, Wake: s.WakeCPU}, Event: s.EventCPU}
+	if pp := p.spec.Params; pp != nil && pp.Parallel != nil && c.Event == 0 {
 		var err error
-		if eventCPU, err = calibrated(pp.Parallel.MaxPrime); err != nil {
+		if c.Event, err = calibrated(pp.Parallel.MaxPrime); err != nil {
 			return nil, fmt.Errorf("measure the parallel workload's event on this host: %w", err)
 		}
 	}
@@ -178,8 +191,9 @@ func (p *Plan) Run() (*trace.Trace, error) {
 	if p.threads != nil {
 		th = p.threads()
 	} else {
+		c.Start = cmp.Or(c.Start, DefaultStartCPU)
 		var err error
-		if th, err = BuiltinThreads(p.spec, p.usable, eventCPU); err != nil {
+		if th, err = BuiltinThreads(p.spec, p.usable, c); err != nil {
 			return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
 		}
 	}
@@ -192,7 +206,10 @@ func (p *Plan) Run() (*trace.Trace, error) {
 	}
 	tr := NewTrace(TraceInfo{Spec: p.spec, Limits: s.Limits, Version: s.Version, Workload: p.wl}, res)
 	if pp := p.spec.Params; pp != nil && pp.Parallel != nil {
-		tr.Spec.Simulated.EventCPUNs = int64(eventCPU)
+		tr.Spec.Simulated.EventCPUNs = int64(c.Event)
+	}
+	if p.threads == nil {
+		tr.Spec.Simulated.StartCPUNs, tr.Spec.Simulated.WakeCPUNs = int64(c.Start), int64(c.Wake)
 	}
 	if p.finish != nil {
 		p.finish(tr)
@@ -216,10 +233,38 @@ func calibrated(maxPrime int) (time.Duration, error) {
 	return c.d, c.err
 }
 
+// HostCosts is what the built-in workloads' process costs on this host
+// beside its operations (workload.ProcessCosts: its start, a thread's
+// wake-up from a sleep), measured once per process: a simulation that is
+// compared with a run on this host (cfsprobe suite --compare) takes
+// them, where one that predicts takes DefaultStartCPU and no wake-up
+// cost, so that the same seed gives the same trace on any host.
+var HostCosts = sync.OnceValues(workload.ProcessCosts)
+
+// DefaultStartCPU is the CPU time of the workload's process's start (and
+// exit) when the Setup does not give it: the engine forked into its
+// group, exec'd, its mappings and its threads made. On this host's runs
+// the group used 0.9 to 1.4 ms more than its operations and their sleeps
+// account for (the engine alone, outside a group, 0.6 to 0.8 ms:
+// HostCosts); it is what a run that does little (three 5 ms burns in
+// 10 s) shows beside its work. Under emulation (the qemu guest) it is
+// four to eight times as much. The workload's clock (bursty's and
+// parallel's --duration) starts after it.
+const DefaultStartCPU = time.Millisecond
+
+// Costs are the CPU time of what the workload's threads do beside their
+// program's steps: the process's start and a wake-up from a sleep
+// (workload.Costs), and one event of parallel.
+type Costs struct {
+	workload.Costs
+	Event time.Duration
+}
+
 // BuiltinThreads are the simulated threads of the built-in workload a
 // spec names (spec.Params), usable being the CPUs its process may use
-// (increasing) and eventCPU the CPU time of one event of parallel.
-func BuiltinThreads(spec trace.Spec, usable []int, eventCPU time.Duration) ([]Thread, error) {
+// (increasing) and c what its threads cost beside their steps (c.Event
+// is needed by parallel alone).
+func BuiltinThreads(spec trace.Spec, usable []int, c Costs) ([]Thread, error) {
 	w, err := workload.FromSpec(spec)
 	if err != nil {
 		return nil, err
@@ -234,22 +279,29 @@ func BuiltinThreads(spec trace.Spec, usable []int, eventCPU time.Duration) ([]Th
 		}
 	case p.Bursty != nil:
 		for i := range behaviours {
-			behaviours[i] = &burstyThread{p: *p.Bursty, end: StartCPU + p.Bursty.Duration, jitter: workload.Jitter(*p.Bursty, p.Engine, i)}
+			behaviours[i] = &burstyThread{p: *p.Bursty, start: c.Start, end: c.Start + p.Bursty.Duration, jitter: workload.Jitter(*p.Bursty, p.Engine, i)}
 		}
 	case p.Parallel != nil:
-		if eventCPU <= 0 {
+		if c.Event <= 0 {
 			return nil, errors.New("the parallel workload needs its event's CPU time")
 		}
 		shared := &events{limit: p.Parallel.Events}
 		for i := range behaviours {
-			behaviours[i] = &parallelThread{p: *p.Parallel, end: StartCPU + p.Parallel.Duration, event: eventCPU, events: shared}
+			behaviours[i] = &parallelThread{p: *p.Parallel, end: c.Start + p.Parallel.Duration, event: c.Event, events: shared}
 		}
 	}
-	// The process starts: the first thread burns its start, the others
-	// begin when it would be done.
-	behaviours[0] = &starting{first: Step{Kind: Burn, CPU: StartCPU}, then: behaviours[0]}
-	for i := 1; i < n; i++ {
-		behaviours[i] = &starting{first: Step{Kind: Sleep, Until: StartCPU}, then: behaviours[i]}
+	// Each wake-up from a sleep costs its thread; the process starts: the
+	// first thread burns its start, the others begin when it would be
+	// done.
+	for i := range behaviours {
+		if c.Wake > 0 {
+			behaviours[i] = &waking{cpu: c.Wake, then: behaviours[i]}
+		}
+		if i == 0 {
+			behaviours[i] = &starting{first: Step{Kind: Burn, CPU: c.Start}, then: behaviours[i]}
+		} else {
+			behaviours[i] = &starting{first: Step{Kind: Sleep, Until: c.Start}, then: behaviours[i]}
+		}
 	}
 	var pin []int
 	if pw, ok := w.(workload.Pinned); ok {
@@ -265,15 +317,6 @@ func BuiltinThreads(spec trace.Spec, usable []int, eventCPU time.Duration) ([]Th
 	return threads, nil
 }
 
-// StartCPU is the CPU time the workload's process spends in its group
-// before its threads begin: the engine forked into the group, exec'd,
-// its mappings and its threads made. On this host's runs the group used
-// 0.9 to 1.4 ms more than its operations and their sleeps account for
-// (the engine alone, outside a group, 0.5 to 0.8 ms); it is what a run
-// that does little (three 5 ms burns in 10 s) shows beside its work. The
-// workload's clock (bursty's and parallel's --duration) starts after it.
-const StartCPU = time.Millisecond
-
 // starting is a thread that takes a first step (the process's start)
 // before its program.
 type starting struct {
@@ -288,6 +331,25 @@ func (t *starting) Next(now time.Duration, rng *rand.Rand) Step {
 		return t.first
 	}
 	return t.then.Next(now, rng)
+}
+
+// waking is a thread that burns cpu when it wakes from each sleep that
+// slept (the system call's return, the switch back to it), before its
+// next step.
+type waking struct {
+	cpu   time.Duration
+	then  Behavior
+	slept bool // the last step given was a sleep that sleeps
+}
+
+func (t *waking) Next(now time.Duration, rng *rand.Rand) Step {
+	if t.slept {
+		t.slept = false
+		return Step{Kind: Burn, CPU: t.cpu}
+	}
+	s := t.then.Next(now, rng)
+	t.slept = s.Kind == Sleep && s.Until > now
+	return s
 }
 
 // SleepLate is how late a sleep ends: Linux's default timer slack of a
@@ -324,7 +386,7 @@ func op(s Step) Step {
 // CPU time: the engine's burn_for.
 func burn(now, wall, cpu time.Duration) Step {
 	if cpu > 0 {
-		return op(Step{Kind: Burn, CPU: cpu})
+		return op(Step{Kind: Burn, CPU: cpu, Polls: true})
 	}
 	return op(Step{Kind: Spin, Until: now + wall})
 }
@@ -354,6 +416,7 @@ func (t *periodicThread) Next(now time.Duration, _ *rand.Rand) Step {
 // burstyThread is one thread of the bursty workload.
 type burstyThread struct {
 	p       trace.BurstyParams
+	start   time.Duration // the workload's clock's start (the process's start done)
 	end     time.Duration // the end of --duration
 	jitter  func() time.Duration
 	burning bool
@@ -366,8 +429,8 @@ func (t *burstyThread) Next(now time.Duration, _ *rand.Rand) Step {
 		off := t.p.Off + t.jitter()
 		if t.p.Every > 0 {
 			// An open loop: the next burst at its time from the
-			// workload's start (StartCPU), at once when it is past.
-			off = max(StartCPU+time.Duration(t.bursts)*t.p.Every-now, 0)
+			// workload's start, at once when it is past.
+			off = max(t.start+time.Duration(t.bursts)*t.p.Every-now, 0)
 		}
 		if rest := t.end - now; rest < off {
 			off = max(rest, 0)

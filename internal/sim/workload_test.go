@@ -30,15 +30,15 @@ func specOf(t *testing.T, name string, args ...string) trace.Spec {
 func steps(t *testing.T, th []Thread, i int) []Step {
 	t.Helper()
 	b := th[i].Behavior
-	start := Step{Kind: Sleep, Until: StartCPU}
+	start := Step{Kind: Sleep, Until: testStart}
 	if i == 0 {
-		start = Step{Kind: Burn, CPU: StartCPU}
+		start = Step{Kind: Burn, CPU: testStart}
 	}
 	if got := b.Next(0, nil); got != start {
 		t.Errorf("thread %d begins with %+v, want the start %+v", i, got, start)
 	}
 	var out []Step
-	now := StartCPU
+	now := testStart
 	for len(out) < 10000 {
 		s := b.Next(now, nil)
 		out = append(out, s)
@@ -54,9 +54,13 @@ func steps(t *testing.T, th []Thread, i int) []Step {
 	return out
 }
 
+// testStart is the process's start the step tests charge (no wake-up
+// cost: TestWakeSteps charges one).
+const testStart = time.Millisecond
+
 func threadsOf(t *testing.T, spec trace.Spec, usable []int, event time.Duration) []Thread {
 	t.Helper()
-	th, err := BuiltinThreads(spec, usable, event)
+	th, err := BuiltinThreads(spec, usable, Costs{Costs: workload.Costs{Start: testStart}, Event: event})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +77,13 @@ func TestPeriodicSteps(t *testing.T) {
 	}
 	spin := func(until time.Duration) Step { return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true} }
 	sleep := func(until time.Duration) Step { return Step{Kind: Sleep, Until: until} }
-	const sl, st = SleepLate, StartCPU
+	const sl, st = SleepLate, testStart
 	want := []Step{spin(st + 5*ms), sleep(st + 105*ms + sl), spin(st + 110*ms + sl), sleep(st + 210*ms + 2*sl), spin(st + 215*ms + 2*sl), {Kind: Exit}}
 	if got := steps(t, th, 1); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
 	}
 	th = threadsOf(t, specOf(t, "periodic", "--burn-cpu", "3ms", "--sleep", "10ms", "--iterations", "2"), []int{0}, 0)
-	burn := Step{Kind: Burn, CPU: 3 * ms, OpStart: true, OpEnd: true}
+	burn := Step{Kind: Burn, CPU: 3 * ms, OpStart: true, OpEnd: true, Polls: true}
 	want = []Step{burn, sleep(st + 13*ms + sl), burn, {Kind: Exit}}
 	if got := steps(t, th, 0); !reflect.DeepEqual(got, want) {
 		t.Errorf("CPU burns: steps\n%+v\nwant\n%+v", got, want)
@@ -94,8 +98,8 @@ func TestBurstySteps(t *testing.T) {
 	th := threadsOf(t, spec, []int{0, 1}, 0)
 	draw := workload.Jitter(*spec.Params.Bursty, spec.Params.Engine, 0)
 	var want []Step
-	now := StartCPU
-	end := StartCPU + 300*ms // --duration runs from the start
+	now := testStart
+	end := testStart + 300*ms // --duration runs from the start
 	for now < end {
 		want = append(want, Step{Kind: Spin, Until: now + 30*ms, OpStart: true, OpEnd: true})
 		now += 30 * ms
@@ -128,12 +132,12 @@ func TestBurstyEverySteps(t *testing.T) {
 		spec := specOf(t, "bursty", "--on", on.String(), "--every", "100ms", "--duration", "300ms")
 		th := threadsOf(t, spec, []int{0, 1}, 0)
 		var want []Step
-		now := StartCPU
-		end := StartCPU + 300*ms
+		now := testStart
+		end := testStart + 300*ms
 		for k := 1; now < end; k++ {
 			want = append(want, Step{Kind: Spin, Until: now + on, OpStart: true, OpEnd: true})
 			now += on
-			off := min(max(StartCPU+time.Duration(k)*100*ms-now, 0), max(end-now, 0))
+			off := min(max(testStart+time.Duration(k)*100*ms-now, 0), max(end-now, 0))
 			if off > 0 {
 				off += SleepLate
 			}
@@ -146,6 +150,34 @@ func TestBurstyEverySteps(t *testing.T) {
 		}
 		if n := (len(want) - 1) / 2; on == 30*ms && n != 3 || on == 130*ms && n != 3 {
 			t.Errorf("%v every 100ms for 300ms: %d bursts, want 3", on, n)
+		}
+	}
+}
+
+// A wake-up's cost: each sleep that sleeps is followed by a burn of it,
+// outside any operation, before the next step; a sleep cut to nothing
+// (bursty's at the end of --duration) costs nothing.
+func TestWakeSteps(t *testing.T) {
+	const wake = 40 * time.Microsecond
+	th, err := BuiltinThreads(specOf(t, "periodic", "--burn-cpu", "3ms", "--sleep", "10ms", "--iterations", "2"), []int{0}, Costs{Costs: workload.Costs{Start: testStart, Wake: wake}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	burn := Step{Kind: Burn, CPU: 3 * ms, OpStart: true, OpEnd: true, Polls: true}
+	woke := Step{Kind: Burn, CPU: wake}
+	want := []Step{burn, {Kind: Sleep, Until: testStart + 13*ms + SleepLate}, woke, burn, {Kind: Exit}}
+	if got := steps(t, th, 0); !reflect.DeepEqual(got, want) {
+		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
+	}
+	th, err = BuiltinThreads(specOf(t, "bursty", "--on-cpu", "10ms", "--off", "0s", "--duration", "25ms"), []int{0}, Costs{Costs: workload.Costs{Start: testStart, Wake: wake}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := steps(t, th, 0)
+	for _, s := range got {
+		if s == woke {
+			t.Errorf("bursty --off 0: a wake-up's cost where no sleep slept: %+v", got)
+			break
 		}
 	}
 }
@@ -164,14 +196,14 @@ func TestParallelSteps(t *testing.T) {
 		th[i].Behavior.Next(0, nil) // the start
 	}
 	for i := 0; i < 10; i++ {
-		if th[i%3].Behavior.Next(StartCPU, nil).Kind == Burn {
+		if th[i%3].Behavior.Next(testStart, nil).Kind == Burn {
 			n++
 		}
 	}
 	if n != 5 {
 		t.Errorf("%d events started by 3 threads, want --events 5", n)
 	}
-	if _, err := BuiltinThreads(specOf(t, "parallel"), []int{0}, 0); err == nil {
+	if _, err := BuiltinThreads(specOf(t, "parallel"), []int{0}, Costs{Costs: workload.Costs{Start: testStart}}); err == nil {
 		t.Error("parallel without the event's CPU time makes threads")
 	}
 }

@@ -121,7 +121,12 @@ func (r *Result) WriteComparison(w io.Writer) error {
 		return nil
 	}
 	s0 := r.Simulated[0]
-	fmt.Fprintf(w, "measured on this host / simulated (kernel era %s, %d CPUs):\n", s0.Host.Kernel, s0.Host.CPUs)
+	costs := ""
+	if sm := s0.Spec.Simulated; sm != nil && sm.StartCPUNs > 0 {
+		// What the model charged beside the operations (sim.HostCosts).
+		costs = fmt.Sprintf("; charging the workload's start %v of CPU and each wake-up %v", time.Duration(sm.StartCPUNs).Round(10*time.Microsecond), time.Duration(sm.WakeCPUNs).Round(100*time.Nanosecond))
+	}
+	fmt.Fprintf(w, "measured on this host / simulated (kernel era %s, %d CPUs%s):\n", s0.Host.Kernel, s0.Host.CPUs, costs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tthrottled\tCPU used\tp99\tp99.9\tagree\tother work")
 	agree, disturbed := 0, 0

@@ -40,6 +40,10 @@ type SimEnv struct {
 	// EventCPU is the parallel workload's event's CPU time (0: measured
 	// on this host).
 	EventCPU time.Duration
+	// StartCPU and WakeCPU are the workload process's start and a
+	// thread's wake-up from a sleep (0: measured on this host;
+	// sim.Setup).
+	StartCPU, WakeCPU time.Duration
 	// Measure runs every scenario on real cgroups too: each step then has
 	// a measured and a simulated run, side by side (Result.Simulated).
 	Measure bool
@@ -194,7 +198,7 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 			if env.Sim != nil {
 				st.Sim, err = sim.Prepare(sim.Setup{
 					Workload: sc.Workload, Args: args, Limits: lim, Era: env.Sim.Era, CPUs: env.CPUs,
-					Seed: env.Sim.Seed + uint64(r-1), EventCPU: env.Sim.EventCPU, Version: lab.Version,
+					Seed: env.Sim.Seed + uint64(r-1), EventCPU: env.Sim.EventCPU, StartCPU: env.Sim.StartCPU, WakeCPU: env.Sim.WakeCPU, Version: lab.Version,
 				})
 				if err != nil {
 					return nil, prepareErr(err)

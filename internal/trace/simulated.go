@@ -43,4 +43,11 @@ type Simulated struct {
 	// the simulation used: given (cfsprobe simulate --event-cpu) or
 	// measured on the host that simulated (absent for other workloads).
 	EventCPUNs int64 `json:"event_cpu_ns,omitempty"`
+	// StartCPUNs and WakeCPUNs are the CPU time of the built-in workload's
+	// process's start and of a thread's wake-up from a sleep that the
+	// simulation charged: given (cfsprobe simulate --start-cpu,
+	// --wake-cpu) or measured on the host that simulated (absent for
+	// replay).
+	StartCPUNs int64 `json:"start_cpu_ns,omitempty"`
+	WakeCPUNs  int64 `json:"wake_cpu_ns,omitempty"`
 }

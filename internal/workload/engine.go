@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cache"
 	"github.com/cfsprobe/cfsprobe/internal/tied"
@@ -145,9 +146,16 @@ func Command(w Workload, self string, flags []string) (cmd *exec.Cmd, result *os
 // runNative runs w in the C engine, outside any group, its output to
 // stdout (nil: discarded), and decodes its result.
 func runNative(w Workload, stdout io.Writer) (*Result, error) {
+	res, _, err := runNativeCPU(w, stdout)
+	return res, err
+}
+
+// runNativeCPU is runNative that also says the CPU time the engine's
+// process used, from its start to its exit (wait4's rusage).
+func runNativeCPU(w Workload, stdout io.Writer) (*Result, time.Duration, error) {
 	cmd, r, err := Command(w, "", nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer r.Close()
 	var stderr strings.Builder
@@ -156,17 +164,18 @@ func runNative(w Workload, stdout io.Writer) (*Result, error) {
 	err = tied.Start(cmd)
 	cmd.ExtraFiles[0].Close()
 	if err != nil {
-		return nil, fmt.Errorf("start the C engine: %w", err)
+		return nil, 0, fmt.Errorf("start the C engine: %w", err)
 	}
 	var out bytes.Buffer
 	_, rerr := out.ReadFrom(r)
 	if err := cmd.Wait(); err != nil {
-		return nil, fmt.Errorf("the C engine: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, 0, fmt.Errorf("the C engine: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	if rerr != nil {
-		return nil, fmt.Errorf("read the C engine's result: %w", rerr)
+		return nil, 0, fmt.Errorf("read the C engine's result: %w", rerr)
 	}
-	return DecodeResult(out.Bytes(), w)
+	res, err := DecodeResult(out.Bytes(), w)
+	return res, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), err
 }
 
 var engineMagic = []byte("CFSPENG2")
