@@ -75,8 +75,9 @@ The parallel workload's event costs the CPU time it takes on this host
 What the workload's process costs beside its operations is 1 ms for its
 start (--start-cpu) and nothing around its sleeps (--wake-cpu) unless given:
 a virtual machine's wake-up costs about 25us, and under emulation a start
-costs 4 to 8 ms and a wake-up 40 to 130us (cfsprobe suite --compare measures
-them on this host, for the simulation it compares with the measured run).
+costs 5 to 6 ms and a wake-up 70 to 90us (cfsprobe suite --compare measures
+them on this host, as its runs are charged them, for the simulation it
+compares with them).
 spec.simulated records what was used. The same --seed gives the same trace.`,
 		Example: `  cfsprobe simulate --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
   cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 10ms parallel --threads 64 --duration 5s

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"cmp"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -12,7 +10,6 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/check"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
-	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/suite"
 )
 
@@ -107,14 +104,6 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 				}
 				env.CPUs = cpus
 				env.Sim = &suite.SimEnv{Era: era, Seed: sf.seed, EventCPU: sf.eventCPU, StartCPU: sf.startCPU, WakeCPU: sf.wakeCPU, Measure: compare}
-				if compare && (sf.startCPU == 0 || sf.wakeCPU == 0) {
-					// Compared with this host's runs: its costs.
-					hc, err := sim.HostCosts()
-					if err != nil {
-						return fmt.Errorf("measure what the workload's process costs on this host: %w", err)
-					}
-					env.Sim.StartCPU, env.Sim.WakeCPU = cmp.Or(sf.startCPU, hc.Start), cmp.Or(sf.wakeCPU, hc.Wake)
-				}
 			}
 			batch, err := suite.NewBatch(suites, env, lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr})
 			if err != nil {

@@ -39,9 +39,9 @@ import (
 // Setup.WakeCPU of CPU time when it wakes (none by default); the
 // process's start costs the first thread Setup.StartCPU
 // (DefaultStartCPU) before the workload's clock starts. A simulation
-// compared with a run on this host takes both as measured here
-// (HostCosts). Nothing else of the engine's own time between operations
-// is modelled.
+// compared with the lab's runs on this host takes both as measured there
+// (suite.MeasureCosts, Plan.WithCosts). Nothing else of the engine's own
+// time between operations is modelled.
 // Pinning
 // follows workload.PinLast: with fewer threads than usable CPUs (the
 // group's cpuset, else all the host's) a pinned workload keeps to that
@@ -65,7 +65,7 @@ type Setup struct {
 	EventCPU time.Duration
 	// StartCPU is the CPU time of the workload's process's start and
 	// exit (0: DefaultStartCPU); WakeCPU that of a thread's wake-up from
-	// each sleep (0: none). HostCosts measures both on this host.
+	// each sleep (0: none).
 	StartCPU, WakeCPU time.Duration
 	// Version is cfsprobe's, for the trace.
 	Version string
@@ -180,7 +180,7 @@ func (p *Plan) Spec() trace.Spec { return p.spec }
 // those of measuring the workload's costs on this host.
 func (p *Plan) Run() (*trace.Trace, error) {
 	s := p.setup
-	c := Costs{Costs: workload.Costs{Start: s.StartCPU, Wake: s.WakeCPU}, Event: s.EventCPU}
+	c := Costs{Start: s.StartCPU, Wake: s.WakeCPU, Event: s.EventCPU}
 	if pp := p.spec.Params; pp != nil && pp.Parallel != nil && c.Event == 0 {
 		var err error
 		if c.Event, err = calibrated(pp.Parallel.MaxPrime); err != nil {
@@ -233,31 +233,33 @@ func calibrated(maxPrime int) (time.Duration, error) {
 	return c.d, c.err
 }
 
-// HostCosts is what the built-in workloads' process costs on this host
-// beside its operations (workload.ProcessCosts: its start, a thread's
-// wake-up from a sleep), measured once per process: a simulation that is
-// compared with a run on this host (cfsprobe suite --compare) takes
-// them, where one that predicts takes DefaultStartCPU and no wake-up
-// cost, so that the same seed gives the same trace on any host.
-var HostCosts = sync.OnceValues(workload.ProcessCosts)
-
 // DefaultStartCPU is the CPU time of the workload's process's start (and
 // exit) when the Setup does not give it: the engine forked into its
 // group, exec'd, its mappings and its threads made. On this host's runs
 // the group used 0.9 to 1.4 ms more than its operations and their sleeps
-// account for (the engine alone, outside a group, 0.6 to 0.8 ms:
-// HostCosts); it is what a run that does little (three 5 ms burns in
+// account for; it is what a run that does little (three 5 ms burns in
 // 10 s) shows beside its work. Under emulation (the qemu guest) it is
-// four to eight times as much. The workload's clock (bursty's and
+// five or six times as much. The workload's clock (bursty's and
 // parallel's --duration) starts after it.
 const DefaultStartCPU = time.Millisecond
 
 // Costs are the CPU time of what the workload's threads do beside their
-// program's steps: the process's start and a wake-up from a sleep
-// (workload.Costs), and one event of parallel.
+// program's steps: the process's start (and exit), a thread's wake-up
+// from each sleep that slept, and one event of parallel. A simulation
+// that predicts takes DefaultStartCPU and no wake-up cost, so that the
+// same seed gives the same trace on any host; one compared with the
+// lab's runs takes what they cost on this host (suite.MeasureCosts).
 type Costs struct {
-	workload.Costs
-	Event time.Duration
+	Start, Wake, Event time.Duration
+}
+
+// WithCosts is the plan with the workload's start and wake-up costs
+// given (what the lab's runs cost on this host), as if its Setup had
+// given them.
+func (p *Plan) WithCosts(start, wake time.Duration) *Plan {
+	q := *p
+	q.setup.StartCPU, q.setup.WakeCPU = start, wake
+	return &q
 }
 
 // BuiltinThreads are the simulated threads of the built-in workload a

@@ -60,7 +60,7 @@ const testStart = time.Millisecond
 
 func threadsOf(t *testing.T, spec trace.Spec, usable []int, event time.Duration) []Thread {
 	t.Helper()
-	th, err := BuiltinThreads(spec, usable, Costs{Costs: workload.Costs{Start: testStart}, Event: event})
+	th, err := BuiltinThreads(spec, usable, Costs{Start: testStart, Event: event})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestBurstyEverySteps(t *testing.T) {
 // (bursty's at the end of --duration) costs nothing.
 func TestWakeSteps(t *testing.T) {
 	const wake = 40 * time.Microsecond
-	th, err := BuiltinThreads(specOf(t, "periodic", "--burn-cpu", "3ms", "--sleep", "10ms", "--iterations", "2"), []int{0}, Costs{Costs: workload.Costs{Start: testStart, Wake: wake}})
+	th, err := BuiltinThreads(specOf(t, "periodic", "--burn-cpu", "3ms", "--sleep", "10ms", "--iterations", "2"), []int{0}, Costs{Start: testStart, Wake: wake})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestWakeSteps(t *testing.T) {
 	if got := steps(t, th, 0); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
 	}
-	th, err = BuiltinThreads(specOf(t, "bursty", "--on-cpu", "10ms", "--off", "0s", "--duration", "25ms"), []int{0}, Costs{Costs: workload.Costs{Start: testStart, Wake: wake}})
+	th, err = BuiltinThreads(specOf(t, "bursty", "--on-cpu", "10ms", "--off", "0s", "--duration", "25ms"), []int{0}, Costs{Start: testStart, Wake: wake})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestParallelSteps(t *testing.T) {
 	if n != 5 {
 		t.Errorf("%d events started by 3 threads, want --events 5", n)
 	}
-	if _, err := BuiltinThreads(specOf(t, "parallel"), []int{0}, Costs{Costs: workload.Costs{Start: testStart}}); err == nil {
+	if _, err := BuiltinThreads(specOf(t, "parallel"), []int{0}, Costs{Start: testStart}); err == nil {
 		t.Error("parallel without the event's CPU time makes threads")
 	}
 }

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,13 +33,14 @@ func WriteList(w io.Writer) error {
 type Batch struct {
 	Suites []*Suite
 	env    Env
+	base   lab.Config
 	steps  [][]*Step // steps[i] are Suites[i]'s
 }
 
 // NewBatch resolves and validates the suites' runs (Steps). An error is
 // the first suite's that has one; nothing has been created.
 func NewBatch(suites []*Suite, env Env, base lab.Config) (*Batch, error) {
-	b := &Batch{Suites: suites, env: env}
+	b := &Batch{Suites: suites, env: env, base: base}
 	for _, s := range suites {
 		steps, err := s.Steps(env, base)
 		if err != nil {
@@ -83,6 +85,13 @@ type BatchResult struct {
 // run; the result holds what finished until then.
 func (b *Batch) Run(ctx context.Context, opt BatchOptions) (*BatchResult, error) {
 	out := &BatchResult{}
+	if err := b.measureCosts(ctx); err != nil {
+		if ctx.Err() != nil {
+			out.Interrupted = true
+			return out, nil
+		}
+		return out, err
+	}
 	how := ""
 	if b.env.Quick {
 		how = ", quick"
@@ -148,6 +157,30 @@ func (r *Result) write(w io.Writer, asJSON bool, dir string) error {
 	}
 	if dir != "" {
 		fmt.Fprintf(w, "traces in %s/\n", dir)
+	}
+	return nil
+}
+
+// measureCosts gives the simulated runs of a batch that also measures
+// (--compare) what the workload's process costs on this host beside its
+// operations, as the lab's runs are charged them (MeasureCosts), unless
+// the environment gives them.
+func (b *Batch) measureCosts(ctx context.Context) error {
+	e := b.env.Sim
+	if e == nil || !e.Measure || e.StartCPU > 0 && e.WakeCPU > 0 {
+		return nil
+	}
+	c, err := MeasureCosts(ctx, b.base)
+	if err != nil {
+		return err
+	}
+	start, wake := cmp.Or(e.StartCPU, c.Start), cmp.Or(e.WakeCPU, c.Wake)
+	for _, steps := range b.steps {
+		for _, st := range steps {
+			if st.Sim != nil {
+				st.Sim = st.Sim.WithCosts(start, wake)
+			}
+		}
 	}
 	return nil
 }

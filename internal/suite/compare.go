@@ -123,7 +123,7 @@ func (r *Result) WriteComparison(w io.Writer) error {
 	s0 := r.Simulated[0]
 	costs := ""
 	if sm := s0.Spec.Simulated; sm != nil && sm.StartCPUNs > 0 {
-		// What the model charged beside the operations (sim.HostCosts).
+		// What the model charged beside the operations (MeasureCosts).
 		costs = fmt.Sprintf("; charging the workload's start %v of CPU and each wake-up %v", time.Duration(sm.StartCPUNs).Round(10*time.Microsecond), time.Duration(sm.WakeCPUNs).Round(100*time.Nanosecond))
 	}
 	fmt.Fprintf(w, "measured on this host / simulated (kernel era %s, %d CPUs%s):\n", s0.Host.Kernel, s0.Host.CPUs, costs)

@@ -41,8 +41,9 @@ type SimEnv struct {
 	// on this host).
 	EventCPU time.Duration
 	// StartCPU and WakeCPU are the workload process's start and a
-	// thread's wake-up from a sleep (0: measured on this host;
-	// sim.Setup).
+	// thread's wake-up from a sleep (sim.Setup; 0: with Measure, what the
+	// lab's runs cost on this host, MeasureCosts, else the model's
+	// defaults).
 	StartCPU, WakeCPU time.Duration
 	// Measure runs every scenario on real cgroups too: each step then has
 	// a measured and a simulated run, side by side (Result.Simulated).

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cache"
 	"github.com/cfsprobe/cfsprobe/internal/tied"
@@ -146,16 +145,9 @@ func Command(w Workload, self string, flags []string) (cmd *exec.Cmd, result *os
 // runNative runs w in the C engine, outside any group, its output to
 // stdout (nil: discarded), and decodes its result.
 func runNative(w Workload, stdout io.Writer) (*Result, error) {
-	res, _, err := runNativeCPU(w, stdout)
-	return res, err
-}
-
-// runNativeCPU is runNative that also says the CPU time the engine's
-// process used, from its start to its exit (wait4's rusage).
-func runNativeCPU(w Workload, stdout io.Writer) (*Result, time.Duration, error) {
 	cmd, r, err := Command(w, "", nil)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer r.Close()
 	var stderr strings.Builder
@@ -164,18 +156,17 @@ func runNativeCPU(w Workload, stdout io.Writer) (*Result, time.Duration, error) 
 	err = tied.Start(cmd)
 	cmd.ExtraFiles[0].Close()
 	if err != nil {
-		return nil, 0, fmt.Errorf("start the C engine: %w", err)
+		return nil, fmt.Errorf("start the C engine: %w", err)
 	}
 	var out bytes.Buffer
 	_, rerr := out.ReadFrom(r)
 	if err := cmd.Wait(); err != nil {
-		return nil, 0, fmt.Errorf("the C engine: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("the C engine: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	if rerr != nil {
-		return nil, 0, fmt.Errorf("read the C engine's result: %w", rerr)
+		return nil, fmt.Errorf("read the C engine's result: %w", rerr)
 	}
-	res, err := DecodeResult(out.Bytes(), w)
-	return res, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), err
+	return DecodeResult(out.Bytes(), w)
 }
 
 var engineMagic = []byte("CFSPENG2")
