@@ -59,9 +59,18 @@ func (s sleeper) write(t *testing.T, dir string, at time.Duration) {
 // and returns the periods it handed out.
 func (s sleeper) sample(t *testing.T, end time.Duration) []trace.Period {
 	t.Helper()
+	return sampleSimulated(t, func(dir string, at time.Duration) { s.write(t, dir, at) }, cgroup.Limits{Period: s.period, Quota: s.period / 2}, end)
+}
+
+// sampleSimulated follows a v1 group whose counter files write puts in
+// dir as they are at a moment, under limits, with a Sampler on a
+// simulated clock that passes as Run's schedule says (each reading
+// instant) until the end, and returns the periods it handed out.
+func sampleSimulated(t *testing.T, write func(dir string, at time.Duration), limits cgroup.Limits, end time.Duration) []trace.Period {
+	t.Helper()
 	dir := t.TempDir()
 	var now time.Duration
-	s.write(t, dir, now)
+	write(dir, now)
 	var got []trace.Period
 	sm := NewSampler(SamplerOptions{
 		MaxGroups: 1, CPUs: 2,
@@ -69,19 +78,15 @@ func (s sleeper) sample(t *testing.T, end time.Duration) []trace.Period {
 		Clock:   func() int64 { return int64(now) },
 		Periods: func(_ string, p trace.Period) { got = append(got, p) },
 	})
-	sm.Follow([]Target{{Group: Group{Path: "/sleeper", CPUDir: dir, AcctDir: dir, Version: 1}, Limits: cgroup.Limits{Period: s.period, Quota: s.period / 2}}})
+	sm.Follow([]Target{{Group: Group{Path: "/simulated", CPUDir: dir, AcctDir: dir, Version: 1}, Limits: limits}})
 	defer sm.close()
 	r := rand.New(rand.NewPCG(1, 2))
-	gap := int64(s.period / 10)
+	gap := int64(limits.Period / 10)
 	for now < end {
-		s.write(t, dir, now)
-		next, interval := sm.pass(int64(now), gap)
-		planned := next
-		if interval > 0 {
-			gap = int64(float64(interval) * (0.8 + 0.4*r.Float64()))
-			planned = int64(now) + gap
-		}
-		now = time.Duration(max(planned, int64(now)+int64(minPassGap)))
+		write(dir, now)
+		var planned int64
+		planned, gap = sm.pass(int64(now), gap).schedule(int64(now), gap, r.Float64())
+		now = time.Duration(planned)
 	}
 	sm.mu.Lock()
 	sm.groups[0].tracker.Flush(sm.emitter(sm.groups[0]))

@@ -39,7 +39,8 @@ type SamplerOptions struct {
 // Sampler follows groups with a quota at period resolution: it reads
 // their counters at period resolution (see Run) and feeds each group's
 // periods (trace.Tracker) into its histograms. A group for which the
-// kernel counted no period for more than a period is quiet: once its
+// kernel counted no period for more than a period, and whose usage did
+// not grow since the last reading, is quiet: once its
 // period boundaries are pinned down it is still read around each
 // boundary, one file each time, so that a burst's periods are seen as
 // closely as a running group's; before that, its cpu.stat alone is read,
@@ -228,16 +229,9 @@ func (s *Sampler) Run(ctx context.Context) {
 	for {
 		s.mu.Lock()
 		started := s.now()
-		next, interval := s.pass(started, gap)
-		planned := next
-		if interval > 0 {
-			// Quiet groups wait for the next pass: a wake-up of their
-			// own each would cost more than the reading (a node's
-			// lightly used groups go quiet and wake up all the time).
-			gap = int64(float64(interval) * (0.8 + 0.4*rand.Float64()))
-			planned = started + gap
-		}
-		planned = max(planned, started+int64(minPassGap))
+		w := s.pass(started, gap)
+		var planned int64
+		planned, gap = w.schedule(started, gap, rand.Float64())
 		// Set under the lock: Follow (ring) comes before the pass or
 		// after this.
 		s.alarm.set(time.Duration(planned - s.now()))
@@ -245,7 +239,7 @@ func (s *Sampler) Run(ctx context.Context) {
 		if err := s.alarm.wait(); err != nil || ctx.Err() != nil {
 			return // (a timerfd's read does not fail)
 		}
-		if interval > 0 && s.now()-planned > interval {
+		if w.interval > 0 && s.now()-planned > w.interval {
 			s.overruns.Add(1)
 		}
 	}
@@ -277,12 +271,32 @@ const (
 	sparseWatch = 10 * time.Second       // a quiet unpinned group is read every period for this long after it ran
 )
 
+// wanted is what a pass found the groups want of the passes after it:
+// when the next quiet group is due (next), and the interval of the
+// passes the others need (0 when all are quiet).
+type wanted struct{ next, interval int64 }
+
+// schedule is when the pass after one that started at started comes,
+// and the gap to it (the gap before it was gap): every interval, give
+// or take a fifth at random (jitter, from 0 to 1), so that the readings
+// do not lock onto the kernel's period timers; quiet groups wait for the
+// next pass, as a wake-up of their own each would cost more than the
+// reading (a node's lightly used groups go quiet and wake up all the
+// time); and never within minPassGap.
+func (w wanted) schedule(started, gap int64, jitter float64) (planned, newGap int64) {
+	planned = w.next
+	if w.interval > 0 {
+		gap = int64(float64(w.interval) * (0.8 + 0.4*jitter))
+		planned = started + gap
+	}
+	return max(planned, started+int64(minPassGap)), gap
+}
+
 // pass reads the groups that want a reading at now, the next pass being
-// about gap later (s.mu held). It returns when the next quiet group is
-// due, and the interval of the passes the others need (0 when all are
-// quiet).
-func (s *Sampler) pass(now, gap int64) (next, interval int64) {
-	next = now + int64(maxIdleWait)
+// about gap later (s.mu held), and says what they want of the passes
+// after it.
+func (s *Sampler) pass(now, gap int64) wanted {
+	next, interval := now+int64(maxIdleWait), int64(0)
 	kept := s.groups[:0]
 	for _, g := range s.groups {
 		if g.wants(now, gap) {
@@ -310,7 +324,7 @@ func (s *Sampler) pass(now, gap int64) (next, interval int64) {
 	}
 	clear(s.groups[len(kept):])
 	s.groups = kept
-	return next, interval
+	return wanted{next, interval}
 }
 
 // wants says whether a pass at now, with the next one about gap later
@@ -420,6 +434,7 @@ func (s *Sampler) sample(g *sampled) error {
 		g.ran = g.ran || g.haveLast
 		g.changed = t
 	}
+	grew := g.haveLast && st.UsageNs != g.last.UsageNs
 	g.last, g.haveLast = st, true
 	if g.idle && !moved {
 		g.idleFor(t, period)
@@ -427,8 +442,10 @@ func (s *Sampler) sample(g *sampled) error {
 	}
 	emit := s.emitter(g)
 	g.tracker.Add(trace.SampleOf(t, st), emit)
-	// Quiet once no period was counted for a period and two readings.
-	if t-g.changed > period+period/5 {
+	// Quiet once no period was counted for a period and two readings,
+	// and it did not run since the last (a group that does will have a
+	// period counted at the next boundary).
+	if t-g.changed > period+period/5 && !grew {
 		g.tracker.Flush(emit)
 		g.idle, g.idleWait = true, 0
 		g.focus(t, period)

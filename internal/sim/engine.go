@@ -210,7 +210,7 @@ func newEngine(c Config, threads []Thread) *engine {
 		e.initBandwidth(1, c.Parent.Quota, c.Parent.Period, c.Parent.Burst)
 	}
 	period := int64(c.Limits.Period)
-	e.every = period / 10
+	e.every = int64(c.SampleEvery)
 	e.nextRegular = e.every
 	e.afterAt = never
 	e.exitAt = never

@@ -54,6 +54,11 @@ type Config struct {
 	// Duration stops the run then even if threads still run (0: when
 	// every thread has exited).
 	Duration time.Duration
+	// SampleEvery is how often the counters are read besides just before
+	// and after each period boundary (0: a tenth of the period, as the
+	// lab reads them; from 10µs): finer readings give a reader of the
+	// counters at any moment (a test of the exporter's sampler).
+	SampleEvery time.Duration
 	// Samples, when not nil, is where the run's readings go, from its
 	// start, grown as needed: Result.Samples is it. A caller that runs
 	// many simulations gives the last Result's Samples to the next, once
@@ -223,6 +228,12 @@ func normalize(cfg Config, threads []Thread) (Config, error) {
 	}
 	if c.Duration < 0 {
 		return c, fieldErr("Duration", "%v is negative", c.Duration)
+	}
+	if c.SampleEvery == 0 {
+		c.SampleEvery = c.Limits.Period / 10
+	}
+	if c.SampleEvery < 10*time.Microsecond {
+		return c, fieldErr("SampleEvery", "%v is below 10µs", c.SampleEvery)
 	}
 	if c.Phase < 0 || c.Phase > c.Limits.Period {
 		return c, fieldErr("Phase", "%v is not from 0 to the period, %v", c.Phase, c.Limits.Period)

@@ -289,6 +289,7 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	ps[n-1].BurstNs = dbt
 	// More throttled periods than boundaries: the rest were earlier.
 	t.carryThr = markLatest(t.pending, dthr-int64(dt))
+	t.stillFromStart(&ps[0])
 	t.emitPending(emit)
 	t.pending = append(t.pending[:0], ps...)
 	t.scratch = ps
@@ -305,6 +306,28 @@ func (t *Tracker) stillSince(usage, thr, d int64) bool {
 		c = min(c, float64(t.cpus))
 	}
 	return thr > 0 && float64(thr)/c > float64(d)
+}
+
+// stillFromStart revisits the usage at the last boundary when p, the
+// period that began there, was throttled and stood still from its start
+// (its throttled time says so: a group in debt, which the refill did not
+// cover): it ran nothing after the boundary, so what the readings saw it
+// use from the boundary on belongs to the period before, which the
+// interpolation at the boundary had spread over both (a burst that
+// began and was throttled between the readings around the boundary).
+// The kernel lets such a group run a moment at the refill (at most
+// endFine here), which then goes to the period before too.
+func (t *Tracker) stillFromStart(p *Period) {
+	if len(t.pending) == 0 || !p.Throttled || p.UsageNs == 0 || !t.lastEndPlaced {
+		return
+	}
+	prev := &t.pending[len(t.pending)-1]
+	if prev.EndNs != p.StartNs || !t.stillSince(p.UsageNs, p.ThrottledNs, p.EndNs-p.StartNs-endFine) {
+		return
+	}
+	prev.UsageNs += p.UsageNs
+	prev.UsageMaxNs = max(prev.UsageMaxNs, prev.UsageNs)
+	p.UsageNs = 0
 }
 
 // lateStill revisits the usage at the last boundary, that of p, when p's
