@@ -310,8 +310,9 @@ func (t *Tracker) stillSince(usage, thr, d int64) bool {
 
 // stillFromStart revisits the usage at the last boundary when p, the
 // period that began there, was throttled and stood still from its start
-// (its throttled time says so: a group in debt, which the refill did not
-// cover): it ran nothing after the boundary, so what the readings saw it
+// on every CPU (its throttled time says so: a group in debt, which the
+// refill did not cover, its threads on all the node's CPUs): it ran
+// nothing after the boundary, so what the readings saw it
 // use from the boundary on belongs to the period before, which the
 // interpolation at the boundary had spread over both (a burst that
 // began and was throttled between the readings around the boundary).
@@ -321,8 +322,13 @@ func (t *Tracker) stillFromStart(p *Period) {
 	if len(t.pending) == 0 || !p.Throttled || p.UsageNs == 0 || !t.lastEndPlaced {
 		return
 	}
+	// Stood still from its start on every CPU it may have run on: its
+	// throttled time, spread over all the node's CPUs, covers the period
+	// on each (the CPUs it stood still on are not known here: estimated
+	// from the usage, they are too few when the usage is the one in
+	// doubt).
 	prev := &t.pending[len(t.pending)-1]
-	if prev.EndNs != p.StartNs || !t.stillSince(p.UsageNs, p.ThrottledNs, p.EndNs-p.StartNs-endFine) {
+	if prev.EndNs != p.StartNs || t.cpus <= 0 || p.ThrottledNs < int64(t.cpus)*(p.EndNs-p.StartNs-endFine) {
 		return
 	}
 	prev.UsageNs += p.UsageNs
