@@ -289,7 +289,6 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	ps[n-1].BurstNs = dbt
 	// More throttled periods than boundaries: the rest were earlier.
 	t.carryThr = markLatest(t.pending, dthr-int64(dt))
-	t.stillFromStart(&ps[0])
 	t.emitPending(emit)
 	t.pending = append(t.pending[:0], ps...)
 	t.scratch = ps
@@ -306,34 +305,6 @@ func (t *Tracker) stillSince(usage, thr, d int64) bool {
 		c = min(c, float64(t.cpus))
 	}
 	return thr > 0 && float64(thr)/c > float64(d)
-}
-
-// stillFromStart revisits the usage at the last boundary when p, the
-// period that began there, was throttled and stood still from its start
-// on every CPU (its throttled time says so: a group in debt, which the
-// refill did not cover, its threads on all the node's CPUs): it ran
-// nothing after the boundary, so what the readings saw it
-// use from the boundary on belongs to the period before, which the
-// interpolation at the boundary had spread over both (a burst that
-// began and was throttled between the readings around the boundary).
-// The kernel lets such a group run a moment at the refill (at most
-// endFine here), which then goes to the period before too.
-func (t *Tracker) stillFromStart(p *Period) {
-	if len(t.pending) == 0 || !p.Throttled || p.UsageNs == 0 || !t.lastEndPlaced {
-		return
-	}
-	// Stood still from its start on every CPU it may have run on: its
-	// throttled time, spread over all the node's CPUs, covers the period
-	// on each (the CPUs it stood still on are not known here: estimated
-	// from the usage, they are too few when the usage is the one in
-	// doubt).
-	prev := &t.pending[len(t.pending)-1]
-	if prev.EndNs != p.StartNs || t.cpus <= 0 || p.ThrottledNs < int64(t.cpus)*(p.EndNs-p.StartNs-endFine) {
-		return
-	}
-	prev.UsageNs += p.UsageNs
-	prev.UsageMaxNs = max(prev.UsageMaxNs, prev.UsageNs)
-	p.UsageNs = 0
 }
 
 // lateStill revisits the usage at the last boundary, that of p, when p's
