@@ -176,8 +176,9 @@ func Summary(name string) string {
 // Spec is what the plan runs, for the trace.
 func (p *Plan) Spec() trace.Spec { return p.spec }
 
-// Run simulates the plan and writes its trace. The only errors are
-// those of measuring the workload's costs on this host.
+// Run simulates the plan and writes its trace. The only error is one of
+// measuring the event of a parallel workload on this host (the start and
+// wake-up costs are the Setup's, or the defaults).
 func (p *Plan) Run() (*trace.Trace, error) {
 	s := p.setup
 	c := Costs{Start: s.StartCPU, Wake: s.WakeCPU, Event: s.EventCPU}
