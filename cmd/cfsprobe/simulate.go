@@ -20,6 +20,7 @@ type simulateFlags struct {
 	limitFlags
 	outputFlags
 	simFlags
+	phase time.Duration
 }
 
 // simFlags are the model of simulate and suite --simulate.
@@ -78,6 +79,16 @@ a virtual machine's wake-up costs about 25us, and under emulation a start
 costs 5 to 6 ms and a wake-up 70 to 90us (cfsprobe suite --compare measures
 them on this host, as its runs are charged them, for the simulation it
 compares with them).
+
+Where the period boundaries fall against the workload is chance on a real
+kernel: a new group's periods end at multiples of the period on the kernel's
+clock. The simulation draws it from --seed; --phase gives it (when the first
+period ends after the start), as spec.simulated.phase_ns records it. A burst
+that a boundary cuts in two is throttled less than one inside a period:
+bursty's first 50ms burst under --cpus 0.5 is throttled up to 50ms or not at
+all, by the phase alone. cfsprobe suite --compare gives each simulation the
+phase its measured run had.
+
 spec.simulated records what was used. The same --seed gives the same trace.`,
 		Example: `  cfsprobe simulate --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
   cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 10ms parallel --threads 64 --duration 5s
@@ -87,7 +98,10 @@ spec.simulated records what was used. The same --seed gives the same trace.`,
   cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 50ms bursty --threads 64 --on-cpu 200us --off 20ms --duration 5s
   cfsprobe simulate --kernel 5.4 --host-cpus 64 --quota 50ms bursty --threads 64 --on-cpu 200us --off 20ms --duration 5s
   cfsprobe simulate --kernel 5.14 --quota 20ms --burst 20ms bursty --on-cpu 30ms --off 177ms --duration 30s --report burst.html
-  cfsprobe simulate --cpus 1 parallel --threads 4 --duration 5s --json > predicted.json`,
+  cfsprobe simulate --cpus 1 parallel --threads 4 --duration 5s --json > predicted.json
+  # the first burst throttled for 44ms, and not at all
+  cfsprobe simulate --cpus 0.5 --phase 96ms bursty --on 50ms --off 50ms --duration 1s
+  cfsprobe simulate --cpus 0.5 --phase 30ms bursty --on 50ms --off 50ms --duration 1s`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error { return runSimulate(c, f, args) },
 	}
@@ -96,6 +110,7 @@ spec.simulated records what was used. The same --seed gives the same trace.`,
 	f.limitFlags.add(fl)
 	f.outputFlags.add(fl, "print the trace as JSON on stdout", "run")
 	f.simFlags.add(fl)
+	fl.DurationVar(&f.phase, "phase", 0, "when the first period ends after the start, up to the period (default: drawn from --seed)")
 	return c
 }
 
@@ -118,9 +133,17 @@ func runSimulate(c *cobra.Command, f *simulateFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	if c.Flags().Changed("phase") {
+		switch {
+		case lim.Unlimited():
+			return usageErr("--phase %v: without a limit there are no periods to place; give a limit (--cpus or --quota) or leave --phase out", f.phase)
+		case f.phase <= 0 || f.phase > lim.PeriodOrDefault():
+			return usageErr("--phase %v: give when the first period ends after the start, above 0 and up to the period (%v)", f.phase, lim.PeriodOrDefault())
+		}
+	}
 	plan, err := sim.Prepare(sim.Setup{
 		Workload: name, Args: wargs, Limits: lim, Era: era, CPUs: cpus,
-		Seed: f.seed, EventCPU: f.eventCPU, StartCPU: f.startCPU, WakeCPU: f.wakeCPU, Version: lab.Version,
+		Seed: f.seed, EventCPU: f.eventCPU, StartCPU: f.startCPU, WakeCPU: f.wakeCPU, Phase: f.phase, Version: lab.Version,
 	})
 	if err != nil {
 		var he *workload.HelpError

@@ -57,6 +57,10 @@ func TestSimulate(t *testing.T) {
 	if !reflect.DeepEqual(tr, again) {
 		t.Error("the same seed gave another trace")
 	}
+	placed := simulateTrace(t, append([]string{"--phase", "37ms"}, args...)...)
+	if placed.Spec.Simulated.PhaseNs != int64(37*time.Millisecond) || placed.Periods[0].EndNs != int64(37*time.Millisecond) {
+		t.Errorf("--phase 37ms: phase %v, the first period ends at %v", time.Duration(placed.Spec.Simulated.PhaseNs), time.Duration(placed.Periods[0].EndNs))
+	}
 	other := simulateTrace(t, append([]string{"--seed", "2"}, args...)...)
 	if other.Spec.Simulated.Seed != 2 || reflect.DeepEqual(other.Periods, tr.Periods) {
 		t.Errorf("--seed 2: seed %d, the same periods: %v", other.Spec.Simulated.Seed, reflect.DeepEqual(other.Periods, tr.Periods))

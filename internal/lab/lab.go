@@ -255,6 +255,10 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The first reading is before the process starts, the run's clock at
+	// its release: stamped when it was taken, so that a period the kernel
+	// counts in between (the start takes milliseconds) falls where it ends.
+	s0At := workload.ClockMono()
 	cpus := p.cpus()
 	busy0, busyErr := cgroup.BusyTime(p.cfg.FS, cpus)
 	started := time.Now()
@@ -268,7 +272,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	closeExtra(cmd)
 
 	smp := newSampler(g, t0, p.interval)
-	smp.add(s0, 0)
+	smp.add(s0, s0At-t0)
 	go smp.loop()
 
 	exited := make(chan error, 1)
@@ -303,6 +307,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		Spec: p.spec, Host: p.host, Limits: p.limits,
 		Cgroup:           trace.Cgroup{Path: g.Path(), Version: g.Version()},
 		Started:          started.UTC(),
+		StartedMonoNs:    t0,
 		SampleIntervalNs: int64(p.interval),
 	}
 	tr.Process = processFacts(cmd, waitErr)

@@ -102,6 +102,7 @@ func (r *Recording) Run(ctx context.Context) (*trace.Trace, error) {
 		Host: cfg.Host, Limits: trace.LimitsOf(lim),
 		Cgroup:           trace.Cgroup{Path: g.Path, Version: g.Version, Names: cfg.Names},
 		Started:          started.UTC(),
+		StartedMonoNs:    t0,
 		SampleIntervalNs: int64(interval),
 	}
 	trace.Finish(tr, smp.samples, wallNs, false)

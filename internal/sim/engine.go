@@ -417,6 +417,7 @@ func (e *engine) result() *Result {
 			HostCPUs:        c.CPUs,
 			SliceNs:         int64(c.Slice),
 			TickNs:          int64(c.Tick),
+			TickOffsetNs:    int64(c.TickOffset),
 			MinRuntimeNs:    int64(MinRuntime),
 			SlackNs:         int64(SlackPeriod),
 			MinExpirationNs: int64(MinExpiration),

@@ -313,7 +313,7 @@ func (e *engine) schedule(ci int32) {
 	e.updateMinV(ci)
 	e.running++
 	if e.running == 1 {
-		e.h.set(e.fixed+slotTick, (e.now/e.tick+1)*e.tick)
+		e.h.set(e.fixed+slotTick, e.nextTick())
 	}
 	e.armCompletion(ci)
 }
@@ -351,6 +351,15 @@ func (e *engine) timeslice(nr int) int64 {
 // to a tick before this notices), the run queue throttled if out of
 // runtime, the thread preempted when its timeslice is used; then the
 // load is balanced.
+// nextTick is the first tick after now.
+func (e *engine) nextTick() int64 {
+	off := int64(e.cfg.TickOffset) // below a tick
+	if e.now < off {
+		return off
+	}
+	return off + ((e.now-off)/e.tick+1)*e.tick
+}
+
 func (e *engine) onTick() {
 	for ci := range e.cpus {
 		c := &e.cpus[ci]

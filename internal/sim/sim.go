@@ -44,7 +44,13 @@ type Config struct {
 	Parent *cgroup.Limits // a parent group with its own quota (nil: none)
 	Slice  time.Duration  // sched_cfs_bandwidth_slice_us; 0: 5 ms
 	Tick   time.Duration  // scheduler tick; 0: 4 ms (CONFIG_HZ=250, Debian's)
-	Seed   uint64         // for any randomness of the model (same seed, same result)
+	// TickOffset is where the ticks fall: at TickOffset + k × Tick, from
+	// 0 to the tick. The kernel's ticks are at multiples of the tick on
+	// its monotonic clock, on every CPU at once (skew_tick off), and a
+	// group's period timer anywhere between them: what a throttled
+	// thread overruns its runtime by, charged at a tick, depends on it.
+	TickOffset time.Duration
+	Seed       uint64 // for any randomness of the model (same seed, same result)
 	// Phase is when the group's period timer first expires, from 0 to
 	// its period (the period is then the phase of the periods' grid
 	// against the run's start: a phase of a whole period puts a period's
@@ -225,6 +231,9 @@ func normalize(cfg Config, threads []Thread) (Config, error) {
 	}
 	if c.Tick < 100*time.Microsecond || c.Tick > 100*time.Millisecond {
 		return c, fieldErr("Tick", "%v is not a tick from 100µs to 100ms", c.Tick)
+	}
+	if c.TickOffset < 0 || c.TickOffset >= c.Tick {
+		return c, fieldErr("TickOffset", "%v is not from 0 to the tick, %v", c.TickOffset, c.Tick)
 	}
 	if c.Duration < 0 {
 		return c, fieldErr("Duration", "%v is negative", c.Duration)

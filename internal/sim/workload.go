@@ -67,6 +67,14 @@ type Setup struct {
 	// exit (0: DefaultStartCPU); WakeCPU that of a thread's wake-up from
 	// each sleep (0: none).
 	StartCPU, WakeCPU time.Duration
+	// Phase is when the group's period timer first fires after the run
+	// starts (Config.Phase; 0: drawn from Seed), and TickOffset where the
+	// scheduler's ticks fall (Config.TickOffset). A group's period
+	// boundaries fall where its period timer was first started, and the
+	// ticks on the kernel's clock: against a run's start both are chance.
+	// A simulation compared with a measured run takes that run's
+	// (Plan.WithClockOf).
+	Phase, TickOffset time.Duration
 	// Version is cfsprobe's, for the trace.
 	Version string
 }
@@ -121,6 +129,12 @@ func Prepare(s Setup) (*Plan, error) {
 	}
 	if err := s.Limits.Validate(); err != nil {
 		return ue(err)
+	}
+	if s.Phase < 0 || s.Phase > s.Limits.PeriodOrDefault() {
+		return ue(fmt.Errorf("the phase is when the first period ends after the start, from 0 to the period (%v), not %v", s.Limits.PeriodOrDefault(), s.Phase))
+	}
+	if s.TickOffset < 0 || s.TickOffset >= DefaultTick {
+		return ue(fmt.Errorf("the ticks' offset is from 0 to below the tick (%v), not %v", DefaultTick, s.TickOffset))
 	}
 	if s.Limits.Burst > 0 && !s.Era.HasBurst() {
 		return ue(&cgroup.LimitError{Field: cgroup.FieldBurst, Value: s.Limits.Burst.String(), Err: cgroup.ErrNoBurst,
@@ -200,7 +214,7 @@ func (p *Plan) Run() (*trace.Trace, error) {
 	}
 	// The counters are read as the lab reads a run's: to the close of the
 	// period in which the threads exited.
-	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed}
+	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed, Phase: s.Phase, TickOffset: s.TickOffset}
 	res, err := run(cfg, th, options{toClose: true})
 	if err != nil {
 		return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
@@ -261,6 +275,39 @@ func (p *Plan) WithCosts(start, wake time.Duration) *Plan {
 	q := *p
 	q.setup.StartCPU, q.setup.WakeCPU = start, wake
 	return &q
+}
+
+// WithClockOf is the plan with its period boundaries and its ticks
+// where a measured run of the same workload had them against the
+// workload's clock. The measured trace's times count from the workload's
+// release, after its process started (internal/lab), and its ticks are
+// at multiples of the tick on the kernel's monotonic clock
+// (trace.StartedMonoNs); a simulated run's times count from the
+// process's start, the start's CPU time (Costs.Start) before the
+// workload's clock. Without a limit, or without periods in the measured
+// trace, the plan is unchanged; without the run's monotonic start, its
+// ticks are.
+func (p *Plan) WithClockOf(measured *trace.Trace) *Plan {
+	period := p.setup.Limits.PeriodOrDefault()
+	if p.setup.Limits.Unlimited() || measured == nil || len(measured.Periods) == 0 || p.threads != nil ||
+		time.Duration(measured.Limits.PeriodUs)*time.Microsecond != period {
+		return p
+	}
+	start := cmp.Or(p.setup.StartCPU, DefaultStartCPU)
+	q := *p
+	q.setup.Phase = positiveMod(time.Duration(measured.Periods[0].EndNs)+start, period)
+	if measured.StartedMonoNs > 0 {
+		q.setup.TickOffset = positiveMod(start-time.Duration(measured.StartedMonoNs), DefaultTick) % DefaultTick
+	}
+	return &q
+}
+
+// positiveMod is d modulo m, from just above 0 to m.
+func positiveMod(d, m time.Duration) time.Duration {
+	if d %= m; d <= 0 {
+		d += m
+	}
+	return d
 }
 
 // BuiltinThreads are the simulated threads of the built-in workload a

@@ -255,6 +255,8 @@ func TestPrepareErrors(t *testing.T) {
 		{"unknown workload", func(s *Setup) { s.Workload = "nosuch" }, `unknown workload "nosuch": use one of`},
 		{"workload flags", func(s *Setup) { s.Args = []string{"--burn", "x"} }, "--burn"},
 		{"negative event", func(s *Setup) { s.EventCPU = -1 }, "positive"},
+		{"phase beyond the period", func(s *Setup) { s.Phase = 101 * ms }, "from 0 to the period (100ms), not 101ms"},
+		{"tick offset beyond the tick", func(s *Setup) { s.TickOffset = 4 * ms }, "below the tick (4ms), not 4ms"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := ok
@@ -278,5 +280,90 @@ func TestPrepareErrors(t *testing.T) {
 	var he *workload.HelpError
 	if _, err := Prepare(s); !errors.As(err, &he) {
 		t.Errorf("--help: %v, want the workload's usage", err)
+	}
+}
+
+// TestWithClockOf: a simulation beside a measured run has the run's
+// period boundaries against the workload's clock, and they decide what a
+// burst at the quota costs: bursty's first 50 ms burst under 50 ms per
+// 100 ms, after the process's start, does not fit in a period that ends
+// after it, and is throttled until that period ends; one that a boundary
+// cuts is not throttled.
+func TestWithClockOf(t *testing.T) {
+	setup := Setup{Workload: "bursty", Args: []string{"--on", "50ms", "--off", "50ms", "--duration", "1s"}, Era: Era6_18, CPUs: 2,
+		Limits: cgroup.Limits{Quota: 50 * ms, Period: 100 * ms}, StartCPU: ms, Seed: 3}
+	plan, err := Prepare(setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		boundary  int64 // of the measured run, ns after its release
+		throttled time.Duration
+	}{
+		{boundary: int64(90 * ms), throttled: 40 * ms}, // the burst is done at 51 ms, the pool at 50
+		{boundary: int64(30 * ms)},
+		{boundary: int64(-70 * ms)}, // the same boundaries, said by an earlier one
+	} {
+		measured := &trace.Trace{Limits: trace.LimitsOf(setup.Limits),
+			Periods: []trace.Period{{StartNs: c.boundary - int64(100*ms), EndNs: c.boundary}}}
+		tr, err := plan.WithClockOf(measured).Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The simulated run counts from the process's start, a millisecond
+		// of CPU before the workload's clock.
+		b := (c.boundary + int64(ms)) % int64(100*ms)
+		if b < 0 {
+			b += int64(100 * ms)
+		}
+		if got := tr.Spec.Simulated.PhaseNs; got != b {
+			t.Errorf("boundary %v after the release: phase %v, want %v", time.Duration(c.boundary), time.Duration(got), time.Duration(b))
+		}
+		got := time.Duration(tr.Summary.ThrottledNs)
+		if got < c.throttled-2*ms || got > c.throttled+2*ms || (c.throttled == 0) != (tr.Summary.NrThrottled == 0) {
+			t.Errorf("boundary %v after the release: throttled %v in %d periods, want %v", time.Duration(c.boundary), got, tr.Summary.NrThrottled, c.throttled)
+		}
+	}
+
+	// The ticks: a thread that uses up its runtime is stopped at the next
+	// tick. One burst of 50 ms under 10 ms per 100 ms, the first period
+	// ending at 100 ms: the runtime is gone at 10 ms (the start's 1 ms and
+	// 9 of the burst), and the thread stops at the first tick after it.
+	tight := setup
+	tight.Limits.Quota = 10 * ms
+	tight.Args = []string{"--on", "50ms", "--off", "1s", "--duration", "100ms"}
+	tp, err := Prepare(tight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		offset, stop time.Duration // the ticks' offset; when the thread stops
+	}{{0, 12 * ms}, {ms, 13 * ms}, {3 * ms, 11 * ms}} {
+		measured := &trace.Trace{Limits: trace.LimitsOf(tight.Limits), Periods: []trace.Period{{EndNs: int64(99 * ms)}},
+			// ticks at multiples of 4 ms on the kernel's clock are at offset
+			// + k × 4 ms of the simulated run, which starts 1 ms earlier
+			StartedMonoNs: int64(1000*DefaultTick + ms - c.offset)}
+		tr, err := tp.WithClockOf(measured).Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Duration(tr.Spec.Simulated.TickOffsetNs); got != c.offset {
+			t.Errorf("ticks at %v: tick_offset_ns %v", c.offset, got)
+		}
+		if got, want := time.Duration(tr.Periods[0].ThrottledNs), 100*ms-c.stop; got != want {
+			t.Errorf("ticks at %v + k × 4ms: throttled %v in the first period, want %v (stopped at %v)", c.offset, got, want, c.stop)
+		}
+	}
+
+	// Without a limit, or with another period, there is nothing to align.
+	unlimited := setup
+	unlimited.Limits = cgroup.Limits{Period: 100 * ms}
+	up, err := Prepare(unlimited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &trace.Trace{Limits: trace.LimitsOf(cgroup.Limits{Quota: 50 * ms, Period: 50 * ms}), Periods: []trace.Period{{EndNs: int64(20 * ms)}}}
+	if up.WithClockOf(other) != up || plan.WithClockOf(other) != plan || plan.WithClockOf(nil) != plan {
+		t.Error("WithClockOf changed a plan it has nothing to align")
 	}
 }

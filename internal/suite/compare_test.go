@@ -68,7 +68,7 @@ func TestWriteComparison(t *testing.T) {
 	out := b.String()
 	t.Logf("\n%s", out)
 	for _, want := range []string{
-		"(kernel era 6.18, 2 CPUs)",
+		"(kernel era 6.18, 2 CPUs; the period boundaries and ticks where the measured run had them)",
 		"50.0% / 52.0% (+2.0 pt)",
 		"40.0% / 40.0% (+0.0%)",
 		"100ms / 101ms (+1ms)",

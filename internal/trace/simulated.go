@@ -15,6 +15,9 @@ type Simulated struct {
 	SliceNs int64 `json:"slice_ns"`
 	// TickNs is the scheduler tick, at which a running thread is charged.
 	TickNs int64 `json:"tick_ns"`
+	// TickOffsetNs is where the ticks fall: at tick_offset_ns + k ×
+	// tick_ns.
+	TickOffsetNs int64 `json:"tick_offset_ns,omitempty"`
 	// MinRuntimeNs is min_cfs_rq_runtime: what a CPU keeps when its last
 	// thread leaves it; the rest goes back to the pool.
 	MinRuntimeNs int64 `json:"min_runtime_ns"`

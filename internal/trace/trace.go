@@ -29,6 +29,12 @@ type Trace struct {
 	Limits  Limits    `json:"limits"`
 	Cgroup  Cgroup    `json:"cgroup"`
 	Started time.Time `json:"started"`
+	// StartedMonoNs is the run's start (its time 0) on the kernel's
+	// monotonic clock (CLOCK_MONOTONIC), 0 when unknown: the scheduler's
+	// tick falls on its multiples of the tick on every CPU, so it says
+	// where the ticks were in the run (a simulation compared with it
+	// puts its own there).
+	StartedMonoNs int64 `json:"started_mono_ns,omitempty"`
 	// SampleIntervalNs is how often the counters were read.
 	SampleIntervalNs int64 `json:"sample_interval_ns"`
 	// Periods is the per-period timeline.
