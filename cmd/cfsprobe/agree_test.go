@@ -173,13 +173,9 @@ func emulated() bool { return os.Getenv("CFSPROBE_EMULATED") != "" }
 // sim-validate): each is a statistic of one or two operations that other
 // work's noise decides. The test logs them and judges every other figure.
 var knownGaps = map[string]string{
-	"bursty-limits/C-aggressive p99": "50 ms bursts under 10 ms per 100 ms lock to the period (each ends at a refill), and the lock breaks once the sleeps' lateness has moved the phase by 6 to 9 ms; " +
-		"on the measured run's clock the model throttles every period as the kernel does (38.1 and 42.1 ms in turn), but where the kernel's lock breaks by stopping a burst's tail after a refill just short of its end, between two ticks, so that the burst takes 143 ms, " +
-		"the model's tail, charged at the tick, runs to its end on overrun, and the next burst's wake-up waits for the refill instead (a burst of 100 ms): p99 and p99.9 of 100 bursts are a broken one, 143 ms measured in every run, 100 to 127 ms simulated",
-	"bursty-limits/C-aggressive p99.9": "the same broken burst as p99",
-	"burst/burst-20ms p99":             "p99 and p99.9 of its 49 bursts are its slowest burst, which one wake-up delayed by other work decides: measured 32 to 85 ms from run to run, simulated 30 ms (no burst throttled)",
-	"burst/burst-20ms p99.9":           "the same slowest burst as p99",
-	"threads-vs-quota/threads-4x p99":  "p99 falls between two modes: events that wait one tick (4 ms) for the other thread on their CPU, and events that wait two; measured and simulated, 0.9 to 1.1 % wait two, so p99 is 4 or 8 ms on either side from run to run",
+	"burst/burst-20ms p99":            "p99 and p99.9 of its 49 bursts are its slowest burst, which one wake-up delayed by other work decides: measured 32 to 85 ms from run to run, simulated 30 ms (no burst throttled)",
+	"burst/burst-20ms p99.9":          "the same slowest burst as p99",
+	"threads-vs-quota/threads-4x p99": "p99 falls between two modes: events that wait one tick (4 ms) for the other thread on their CPU, and events that wait two; measured and simulated, 0.9 to 1.1 % wait two, so p99 is 4 or 8 ms on either side from run to run",
 }
 
 // judgedFigures marks the scenario's known gaps as agreeing, after

@@ -33,6 +33,9 @@ type thread struct {
 	kind  StepKind
 	need  int64 // Burn: CPU time still to burn
 	polls bool  // Burn: charged as it runs (Step.Polls)
+	// Spin: charged when it ends, and stopped there if that throttles it
+	// (Step.ChargedAtEnd); cleared once done.
+	chargeEnd bool
 	until int64 // Spin, Sleep: until when
 	// The operation under way: it started at opStart with ran at opCPU;
 	// opEnd marks the current step as its last.

@@ -102,7 +102,7 @@ func (e *engine) advance(i int32) tstate {
 			}
 		case Spin:
 			if int64(st.Until) > e.now {
-				t.kind, t.until = Spin, int64(st.Until)
+				t.kind, t.until, t.chargeEnd = Spin, int64(st.Until), st.ChargedAtEnd
 				return tQueued
 			}
 		case Sleep:
@@ -188,17 +188,27 @@ func (e *engine) armCompletion(ci int32) {
 
 // stepDone is CPU ci's thread finishing its Burn or Spin, or, a Burn
 // that polls, running out of local runtime before that: it is charged,
-// and runs on unless that throttled it.
+// and runs on unless that throttled it. A Spin charged at its end
+// (Step.ChargedAtEnd) is charged there, and if that throttled it, the
+// step ends when the thread runs again.
 func (e *engine) stepDone(ci int32) {
 	c := &e.cpus[ci]
 	i := c.cur
 	e.progress(ci)
-	if t := &e.threads[i]; t.kind == Burn && t.need > 0 {
+	t := &e.threads[i]
+	if t.kind == Burn && t.need > 0 {
 		e.charge(ci)
 		if !e.checkRuntime(ci) {
 			e.armCompletion(ci)
 		}
 		return
+	}
+	if t.kind == Spin && t.chargeEnd {
+		t.chargeEnd = false
+		e.charge(ci)
+		if e.checkRuntime(ci) {
+			return // stopped: the step ends when the thread runs again
+		}
 	}
 	switch e.advance(i) {
 	case tQueued:

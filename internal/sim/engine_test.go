@@ -412,3 +412,43 @@ func TestReadToClose(t *testing.T) {
 		}
 	}
 }
+
+// spinOnce is one operation: a Spin until a time, then the end.
+type spinOnce struct {
+	until   time.Duration
+	charged bool
+	done    bool
+}
+
+func (s *spinOnce) Next(time.Duration, *rand.Rand) Step {
+	if s.done {
+		return Step{Kind: Exit}
+	}
+	s.done = true
+	return Step{Kind: Spin, Until: s.until, OpStart: true, OpEnd: true, ChargedAtEnd: s.charged}
+}
+
+// TestSpinChargedAtEnd: a wall-clock burn that reads its CPU clock at
+// its end is charged there, and stopped there when its runtime ran out.
+// 10 ms of quota per 100 ms, the period ending at 100 ms, ticks at
+// multiples of 4 ms: a spin of 11 ms uses up the runtime at 10 ms and
+// ends before the tick at 12 ms would stop it; reading its CPU clock, it
+// is stopped until the refill, and its operation takes 100 ms.
+func TestSpinChargedAtEnd(t *testing.T) {
+	for _, era := range []Era{Era5_14, Era6_18} {
+		for _, charged := range []bool{false, true} {
+			c := Config{Era: era, CPUs: 2, Limits: cgroup.Limits{Quota: 10 * time.Millisecond}, Phase: 100 * time.Millisecond, Seed: 1}
+			r, err := Run(c, []Thread{{Pin: 0, Behavior: &spinOnce{until: 11 * time.Millisecond, charged: charged}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 11 * time.Millisecond
+			if charged {
+				want = 100 * time.Millisecond
+			}
+			if len(r.Ops) != 1 || time.Duration(r.Ops[0].WallNs) != want {
+				t.Errorf("era %s, charged at the end %v: operations %+v, want one of %v", era, charged, r.Ops, want)
+			}
+		}
+	}
+}

@@ -108,6 +108,14 @@ type Step struct {
 	// before a refill is charged before it (the engine's burns of CPU
 	// time, burn_for with ON_CPU_NS or BURN_CPU_NS).
 	Polls bool
+	// ChargedAtEnd (Spin): the step ends with a read of the thread's own
+	// CPU clock, the same system call: the group is charged what the
+	// thread ran since the last tick, and a run queue that ran out with
+	// the pool empty is throttled then, so that the step (and its
+	// operation) ends only when the thread runs again (the engine's
+	// wall-clock burns, burn_for with ON_NS or BURN_NS, read the CPU clock
+	// before the wall clock that ends the operation).
+	ChargedAtEnd bool
 }
 
 // Behavior gives a thread its next step when it finished the previous

@@ -22,7 +22,8 @@ import (
 //
 //   - periodic: each thread burns --burn of wall time (a Spin: the loop
 //     reads the clock while it runs, so a burn that is stopped past its
-//     end ends when it runs again) or --burn-cpu of its own CPU time (a
+//     end ends when it runs again; it then reads its CPU clock, which
+//     charges it and may stop it: Step.ChargedAtEnd) or --burn-cpu of its own CPU time (a
 //     Burn), then sleeps --sleep, --iterations times; the last burn is
 //     not followed by a sleep. One operation per burn.
 //   - bursty: until --duration, each thread burns --on (Spin) or --on-cpu
@@ -438,7 +439,7 @@ func burn(now, wall, cpu time.Duration) Step {
 	if cpu > 0 {
 		return op(Step{Kind: Burn, CPU: cpu, Polls: true})
 	}
-	return op(Step{Kind: Spin, Until: now + wall})
+	return op(Step{Kind: Spin, Until: now + wall, ChargedAtEnd: true})
 }
 
 // periodicThread is one thread of the periodic workload.

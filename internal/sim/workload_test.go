@@ -75,7 +75,7 @@ func TestPeriodicSteps(t *testing.T) {
 	if len(th) != 2 || th[0].Pin != -1 || th[1].Pin != -1 {
 		t.Fatalf("threads %+v: want 2, free (periodic does not pin)", th)
 	}
-	spin := func(until time.Duration) Step { return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true} }
+	spin := func(until time.Duration) Step { return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true, ChargedAtEnd: true} }
 	sleep := func(until time.Duration) Step { return Step{Kind: Sleep, Until: until} }
 	const sl, st = SleepLate, testStart
 	want := []Step{spin(st + 5*ms), sleep(st + 105*ms + sl), spin(st + 110*ms + sl), sleep(st + 210*ms + 2*sl), spin(st + 215*ms + 2*sl), {Kind: Exit}}
@@ -101,7 +101,7 @@ func TestBurstySteps(t *testing.T) {
 	now := testStart
 	end := testStart + 300*ms // --duration runs from the start
 	for now < end {
-		want = append(want, Step{Kind: Spin, Until: now + 30*ms, OpStart: true, OpEnd: true})
+		want = append(want, Step{Kind: Spin, Until: now + 30*ms, OpStart: true, OpEnd: true, ChargedAtEnd: true})
 		now += 30 * ms
 		off := min(50*ms+draw(), max(end-now, 0))
 		if off > 0 {
@@ -135,7 +135,7 @@ func TestBurstyEverySteps(t *testing.T) {
 		now := testStart
 		end := testStart + 300*ms
 		for k := 1; now < end; k++ {
-			want = append(want, Step{Kind: Spin, Until: now + on, OpStart: true, OpEnd: true})
+			want = append(want, Step{Kind: Spin, Until: now + on, OpStart: true, OpEnd: true, ChargedAtEnd: true})
 			now += on
 			off := min(max(testStart+time.Duration(k)*100*ms-now, 0), max(end-now, 0))
 			if off > 0 {
