@@ -36,7 +36,7 @@ type thread struct {
 	// Spin: charged when it ends, and stopped there if that throttles it
 	// (Step.ChargedAtEnd); cleared once done.
 	chargeEnd bool
-	until int64 // Spin, Sleep: until when
+	until     int64 // Spin, Sleep: until when
 	// The operation under way: it started at opStart with ran at opCPU;
 	// opEnd marks the current step as its last.
 	inOp, opEnd bool

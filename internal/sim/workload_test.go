@@ -75,7 +75,9 @@ func TestPeriodicSteps(t *testing.T) {
 	if len(th) != 2 || th[0].Pin != -1 || th[1].Pin != -1 {
 		t.Fatalf("threads %+v: want 2, free (periodic does not pin)", th)
 	}
-	spin := func(until time.Duration) Step { return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true, ChargedAtEnd: true} }
+	spin := func(until time.Duration) Step {
+		return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true, ChargedAtEnd: true}
+	}
 	sleep := func(until time.Duration) Step { return Step{Kind: Sleep, Until: until} }
 	const sl, st = SleepLate, testStart
 	want := []Step{spin(st + 5*ms), sleep(st + 105*ms + sl), spin(st + 110*ms + sl), sleep(st + 210*ms + 2*sl), spin(st + 215*ms + 2*sl), {Kind: Exit}}
