@@ -36,9 +36,10 @@ is then the simulated host's), judged by the same expectations. --compare
 measures every scenario and simulates it on this host's model (with what the
 workload's process costs on this host beside its operations, measured first:
 its start and a thread's wake-up, --start-cpu and --wake-cpu of cfsprobe
-simulate --help), and prints the two side by side: throttled ratio, CPU
-used, p99 and p99.9, and whether they agree (within 5 points, 5 %, and 20 %
-or 2ms).
+simulate --help; and on the measured run's clock: its period boundaries,
+--phase of simulate --help, and its scheduler ticks), and prints the two
+side by side: throttled ratio, CPU used, p99 and p99.9, and whether they
+agree (within 5 points, 5 %, and 20 % or 2ms).
 
 Exit status: 0 when every expectation was met, 1 when one was not, 2 for an
 error in the input (nothing runs), 130/143 when interrupted.`,
