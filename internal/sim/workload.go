@@ -23,9 +23,10 @@ import (
 //   - periodic: each thread burns --burn of wall time (a Spin: the loop
 //     reads the clock while it runs, so a burn that is stopped past its
 //     end ends when it runs again; it then reads its CPU clock, which
-//     charges it and may stop it: Step.ChargedAtEnd) or --burn-cpu of its own CPU time (a
-//     Burn), then sleeps --sleep, --iterations times; the last burn is
-//     not followed by a sleep. One operation per burn.
+//     charges it and may stop it: Step.ChargedAtEnd) or --burn-cpu of
+//     its own CPU time (a Burn), then sleeps --sleep, --iterations
+//     times; the last burn is not followed by a sleep. One operation per
+//     burn.
 //   - bursty: until --duration, each thread burns --on (Spin) or --on-cpu
 //     (Burn), then sleeps --off plus its next jitter draw (workload.Jitter:
 //     the same draws as the engine's from --seed), cut short at the end
