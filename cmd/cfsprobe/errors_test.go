@@ -219,6 +219,8 @@ func TestErrors(t *testing.T) {
 			want: []string{"--phase 20ms", "without a limit", "leave --phase out"}},
 		{name: "simulate phase beyond the period", args: []string{"simulate", "--cpus", "0.5", "--period", "50ms", "--phase", "60ms", "periodic"},
 			want: []string{"--phase 60ms", "up to the period (50ms)"}},
+		{name: "simulate wake-ups too often", args: []string{"simulate", "--cpus", "0.5", "--wakeups", "50us", "periodic"},
+			want: []string{"--wakeups 50µs", "100µs or more"}},
 		{name: "simulate burst before its era", args: []string{"simulate", "--kernel", "4.18", "--cpus", "0.2", "--burst", "10ms", "periodic"},
 			want: []string{"--burst 10ms", "kernel era 4.18", "drop --burst or give --kernel 5.14"}},
 		{name: "simulate cpuset beyond the host", args: []string{"simulate", "--host-cpus", "4", "--cpuset", "2-5", "periodic"},

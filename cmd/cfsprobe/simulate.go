@@ -20,7 +20,8 @@ type simulateFlags struct {
 	limitFlags
 	outputFlags
 	simFlags
-	phase time.Duration
+	phase   time.Duration
+	wakeups time.Duration
 }
 
 // simFlags are the model of simulate and suite --simulate.
@@ -89,6 +90,14 @@ bursty's first 50ms burst under --cpus 0.5 is throttled up to 50ms or not at
 all, by the phase alone. cfsprobe suite --compare gives each simulation the
 phase its measured run had.
 
+The simulated host is otherwise idle unless --wakeups D says that another task
+wakes on one of the group's CPUs every D on average (spread over half to one
+and a half of it) and holds it for 12us: a thread of the group running there is
+charged and, once it has had its timeslice, gives way to another waiting on
+that CPU, between two ticks. cfsprobe run's own reader of the counters does
+that every sample interval (10ms at the default period), and cfsprobe suite
+--compare simulates it.
+
 spec.simulated records what was used. The same --seed gives the same trace.`,
 		Example: `  cfsprobe simulate --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
   cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 10ms parallel --threads 64 --duration 5s
@@ -111,6 +120,7 @@ spec.simulated records what was used. The same --seed gives the same trace.`,
 	f.outputFlags.add(fl, "print the trace as JSON on stdout", "run")
 	f.simFlags.add(fl)
 	fl.DurationVar(&f.phase, "phase", 0, "when the first period ends after the start, up to the period (default: drawn from --seed)")
+	fl.DurationVar(&f.wakeups, "wakeups", 0, "another task wakes on the group's CPUs this often on average, as cfsprobe run's reader does (default: never)")
 	return c
 }
 
@@ -141,9 +151,12 @@ func runSimulate(c *cobra.Command, f *simulateFlags, args []string) error {
 			return usageErr("--phase %v: give when the first period ends after the start, above 0 and up to the period (%v)", f.phase, lim.PeriodOrDefault())
 		}
 	}
+	if f.wakeups != 0 && f.wakeups < sim.MinWakeups {
+		return usageErr("--wakeups %v: give how often another task wakes, %v or more (or leave --wakeups out: never)", f.wakeups, sim.MinWakeups)
+	}
 	plan, err := sim.Prepare(sim.Setup{
 		Workload: name, Args: wargs, Limits: lim, Era: era, CPUs: cpus,
-		Seed: f.seed, EventCPU: f.eventCPU, StartCPU: f.startCPU, WakeCPU: f.wakeCPU, Phase: f.phase, Version: lab.Version,
+		Seed: f.seed, EventCPU: f.eventCPU, StartCPU: f.startCPU, WakeCPU: f.wakeCPU, Phase: f.phase, Wakeups: f.wakeups, Version: lab.Version,
 	})
 	if err != nil {
 		var he *workload.HelpError

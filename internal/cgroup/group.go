@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/bits"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -452,14 +452,46 @@ func readPids(path string) ([]int, error) {
 	return pids, nil
 }
 
-// preadAll re-reads an open cgroup file from offset 0 (cheaper than
-// opening it again on every sample).
-func preadAll(f *os.File, buf []byte) ([]byte, error) {
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && n == 0 && !errors.Is(err, io.EOF) {
+// PreadAll reads a small file (a cgroup's counters) from offset 0 into
+// buf: an open file re-read on every sample, cheaper than opening it
+// again. A file that fills buf is an error.
+//
+// The pread is a raw system call: the runtime is not told that the
+// thread may block, which a read of a cgroup file does not (it formats a
+// few counters), and its bookkeeping for a call that may block costs
+// about as much as the read, and wakes its monitor thread
+// (internal/alarm).
+func PreadAll(fd int, path string, buf []byte) ([]byte, error) {
+	for {
+		r, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf)), 0, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: errno}
+		}
+		n := int(r)
+		if n == len(buf) {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("longer than %d bytes", len(buf))}
+		}
+		return buf[:n], nil
+	}
+}
+
+// preadFile is PreadAll of an open file, which it keeps open. Its
+// descriptor is taken through the file's raw connection: File.Fd makes
+// a system call (fcntl) on every use.
+func preadFile(f *os.File, buf []byte) ([]byte, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.Name(), err)
 	}
-	return buf[:n], nil
+	var b []byte
+	cerr := rc.Control(func(fd uintptr) { b, err = PreadAll(int(fd), f.Name(), buf) })
+	if cerr != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name(), cerr)
+	}
+	return b, err
 }
 
 func fileExists(p string) bool {

@@ -130,7 +130,7 @@ func (g *v1Group) Version() int { return 1 }
 func (g *v1Group) Stat() (Stat, error) {
 	g.statMu.Lock()
 	defer g.statMu.Unlock()
-	b, err := preadAll(g.statFD, g.buf)
+	b, err := preadFile(g.statFD, g.buf)
 	if err != nil {
 		return Stat{}, err
 	}
@@ -138,7 +138,7 @@ func (g *v1Group) Stat() (Stat, error) {
 	if err != nil {
 		return Stat{}, fmt.Errorf("parse %s: %w", g.statFD.Name(), err)
 	}
-	b, err = preadAll(g.usageFD, g.buf)
+	b, err = preadFile(g.usageFD, g.buf)
 	if err != nil {
 		return Stat{}, err
 	}

@@ -95,7 +95,7 @@ func (g *v2Group) Version() int { return 2 }
 func (g *v2Group) Stat() (Stat, error) {
 	g.statMu.Lock()
 	defer g.statMu.Unlock()
-	b, err := preadAll(g.statFD, g.buf)
+	b, err := preadFile(g.statFD, g.buf)
 	if err != nil {
 		return Stat{}, err
 	}

@@ -1,10 +1,13 @@
 package lab
 
 import (
+	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/alarm"
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
@@ -23,6 +26,7 @@ type sampler struct {
 	interval time.Duration
 
 	mu      sync.Mutex
+	alarm   *alarm.Alarm // while loop runs
 	samples []trace.CounterSample
 	err     error
 	done    chan struct{}
@@ -64,8 +68,24 @@ func (s *sampler) sampleNow() {
 // boundaries no closer than half an interval (5 ms at the default
 // period). Spread readings see boundaries at every phase, and the phase
 // estimate (trace.BuildTimeline) narrows to well under a millisecond.
+//
+// It waits on an alarm (internal/alarm), which wakes one thread of
+// cfsprobe's where a runtime timer woke five or six, each a context
+// switch on a CPU that the measured group's threads may be running on
+// (docs/design.md, "The lab's reader"). An alarm that cannot be made
+// (out of descriptors) is the sampler's error.
 func (s *sampler) loop() {
 	defer close(s.stopped)
+	a, err := alarm.New()
+	s.mu.Lock()
+	if err != nil {
+		s.err = cmp.Or(s.err, fmt.Errorf("wait for the next reading: %w", err))
+		s.mu.Unlock()
+		return
+	}
+	s.alarm = a
+	s.mu.Unlock()
+	defer a.Close()
 	next := time.Now()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed))
 	for {
@@ -75,10 +95,24 @@ func (s *sampler) loop() {
 			next = time.Now()
 			d = 0
 		}
+		// Set under the lock, after a look at done: stop rings the
+		// alarm under it.
+		s.mu.Lock()
+		select {
+		case <-s.done:
+			s.mu.Unlock()
+			return
+		default:
+		}
+		a.Set(d)
+		s.mu.Unlock()
+		if err := a.Wait(); err != nil {
+			return // (a timerfd's read does not fail)
+		}
 		select {
 		case <-s.done:
 			return
-		case <-time.After(d):
+		default:
 		}
 		s.sampleNow()
 	}
@@ -107,7 +141,14 @@ func (s *sampler) waitPeriodChange(timeout time.Duration) {
 }
 
 func (s *sampler) stop() {
-	s.once.Do(func() { close(s.done) })
+	s.once.Do(func() {
+		s.mu.Lock()
+		close(s.done)
+		if s.alarm != nil {
+			s.alarm.Set(0)
+		}
+		s.mu.Unlock()
+	})
 	<-s.stopped
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/alarm"
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
@@ -56,7 +57,7 @@ type Sampler struct {
 	mu     sync.Mutex
 	groups []*sampled
 	byPath map[string]*sampled
-	alarm  *alarm // while Run runs
+	alarm  *alarm.Alarm // while Run runs
 
 	overruns atomic.Uint64
 	buf      [statBufSize]byte // the loop's
@@ -153,7 +154,7 @@ func (s *Sampler) Follow(targets []Target) {
 // ring makes Run's next pass start at once (s.mu held).
 func (s *Sampler) ring() {
 	if s.alarm != nil {
-		s.alarm.set(0)
+		s.alarm.Set(0)
 	}
 }
 
@@ -213,7 +214,7 @@ func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 //
 // Waking up costs more than a read, so all groups share the passes, and
 // Run waits for the next one on an alarm that costs the least to wake
-// from (see alarm).
+// from (internal/alarm).
 func (s *Sampler) Run(ctx context.Context) {
 	if !s.startAlarm(ctx) {
 		return
@@ -234,9 +235,9 @@ func (s *Sampler) Run(ctx context.Context) {
 		planned, gap = w.schedule(started, gap, rand.Float64())
 		// Set under the lock: Follow (ring) comes before the pass or
 		// after this.
-		s.alarm.set(time.Duration(planned - s.now()))
+		s.alarm.Set(time.Duration(planned - s.now()))
 		s.mu.Unlock()
-		if err := s.alarm.wait(); err != nil || ctx.Err() != nil {
+		if err := s.alarm.Wait(); err != nil || ctx.Err() != nil {
 			return // (a timerfd's read does not fail)
 		}
 		if w.interval > 0 && s.now()-planned > w.interval {
@@ -250,7 +251,7 @@ func (s *Sampler) Run(ctx context.Context) {
 // was done first.
 func (s *Sampler) startAlarm(ctx context.Context) bool {
 	for {
-		a, err := newAlarm()
+		a, err := alarm.New()
 		if err == nil {
 			s.mu.Lock()
 			s.alarm = a
@@ -635,7 +636,7 @@ func (s *Sampler) close() {
 	}
 	s.groups, s.byPath = nil, map[string]*sampled{}
 	if s.alarm != nil {
-		s.alarm.close()
+		s.alarm.Close()
 		s.alarm = nil
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"golang.org/x/sys/unix"
@@ -466,32 +465,9 @@ func (f *counterFile) read(buf []byte) ([]byte, error) {
 			return nil, &fs.PathError{Op: "open", Path: f.path, Err: err}
 		}
 		defer unix.Close(fd)
-		return preadAll(fd, f.path, buf)
+		return cgroup.PreadAll(fd, f.path, buf)
 	}
-	return preadAll(f.fd, f.path, buf)
-}
-
-// preadAll reads a small file from offset 0 into buf.
-//
-// The pread is a raw system call: the runtime is not told that the
-// thread may block, which a read of a cgroup file does not (it formats a
-// few counters), and its bookkeeping for a call that may block costs
-// about as much as the read, and wakes its monitor thread (see alarm).
-func preadAll(fd int, path string, buf []byte) ([]byte, error) {
-	for {
-		r, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(buf))), uintptr(len(buf)), 0, 0, 0)
-		if errno == unix.EINTR {
-			continue
-		}
-		if errno != 0 {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: errno}
-		}
-		n := int(r)
-		if n == len(buf) {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("longer than %d bytes", len(buf))}
-		}
-		return buf[:n], nil
-	}
+	return cgroup.PreadAll(f.fd, f.path, buf)
 }
 
 func (f *counterFile) close() {

@@ -97,6 +97,7 @@ const (
 	slotSlack0
 	slotSlack1
 	slotSample
+	slotWakeup
 	slotEnd
 	nFixedSlots
 )
@@ -107,6 +108,7 @@ const (
 	rankSlack
 	rankThread
 	rankTick
+	rankWakeup
 	rankSample
 	rankEnd
 )
@@ -128,6 +130,9 @@ type engine struct {
 	bw      [2]bandwidth
 	h       *timers
 	rng     *rand.Rand
+	// wakeRng draws the other tasks' wake-ups (Config.Wakeups), apart
+	// from rng so that a run without them draws as it did.
+	wakeRng *rand.Rand
 	fixed   int32 // first fixed slot
 	running int   // CPUs running a thread
 	alive   int   // threads not exited
@@ -203,7 +208,7 @@ func newEngine(c Config, threads []Thread) *engine {
 	for i := range threads {
 		e.h.rank[i] = rankThread
 	}
-	ranks := [nFixedSlots]uint8{rankTick, rankPeriod, rankPeriod, rankSlack, rankSlack, rankSample, rankEnd}
+	ranks := [nFixedSlots]uint8{rankTick, rankPeriod, rankPeriod, rankSlack, rankSlack, rankSample, rankWakeup, rankEnd}
 	for i, r := range ranks {
 		e.h.rank[e.fixed+int32(i)] = r
 	}
@@ -264,6 +269,10 @@ func (e *engine) run() error {
 		e.h.set(e.fixed+slotEnd, int64(e.cfg.Duration))
 	}
 	e.armSample()
+	if e.cfg.Wakeups > 0 {
+		e.wakeRng = rand.New(rand.NewPCG(e.cfg.Seed, 0x0ddba11))
+		e.armWakeup()
+	}
 	for i := range e.threads {
 		e.startThread(int32(i))
 		if e.err != nil {
@@ -312,6 +321,8 @@ func (e *engine) dispatch(s int32) {
 			e.slackTimer(int(s - e.fixed - slotSlack0))
 		case slotSample:
 			e.reading()
+		case slotWakeup:
+			e.otherWakeup()
 		}
 	}
 }
@@ -346,7 +357,7 @@ func (e *engine) counters() trace.CounterSample {
 	usage := e.usage
 	for i := range e.cpus {
 		if c := &e.cpus[i]; c.cur >= 0 {
-			usage += e.now - c.lastCharge
+			usage += max(e.now-c.lastCharge, 0) // none while another task's wake-up holds the CPU
 		}
 	}
 	return trace.CounterSample{
@@ -428,6 +439,9 @@ func (e *engine) result() *Result {
 			PhaseNs:         e.phase[0],
 			Threads:         len(e.threads),
 		},
+	}
+	if c.Wakeups > 0 {
+		r.Model.WakeupsNs, r.Model.WakeupRunNs = int64(c.Wakeups), int64(wakeupRun)
 	}
 	if r.Ops == nil {
 		r.Ops = []trace.Sample{}

@@ -54,6 +54,9 @@ func fuzzCase(eraI, cpus uint8, quotaMs, periodMs, burstMs, slice100us uint16, n
 		Seed:     seed,
 		Duration: 20 * period,
 	}
+	if pins&0x4000 != 0 { // another task wakes every 1 to 20 ms
+		c.Wakeups = time.Duration(1+int(burnUs)%20) * ms
+	}
 	if pins&0x8000 != 0 {
 		c.Parent = &cgroup.Limits{Period: period, Quota: time.Duration(1+int(pins>>8)%(n*int(period/ms))) * ms}
 	}

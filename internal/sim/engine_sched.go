@@ -171,9 +171,10 @@ func (e *engine) armCompletion(ci int32) {
 	c := &e.cpus[ci]
 	i := c.cur
 	t := &e.threads[i]
-	at := e.now + t.need
+	start := max(e.now, c.runStart) // after another task's wake-up (otherWakeup)
+	at := start + t.need
 	if t.kind == Spin {
-		at = max(t.until, e.now)
+		at = max(t.until, start)
 	}
 	if t.kind == Burn && t.polls {
 		uncharged := e.now - c.lastCharge
@@ -356,11 +357,6 @@ func (e *engine) timeslice(nr int) int64 {
 	return max(e.latency/int64(nr), e.minGran)
 }
 
-// onTick is the scheduler tick on every CPU that runs a thread: the
-// thread is charged (a CPU-bound thread overruns its local runtime by up
-// to a tick before this notices), the run queue throttled if out of
-// runtime, the thread preempted when its timeslice is used; then the
-// load is balanced.
 // nextTick is the first tick after now.
 func (e *engine) nextTick() int64 {
 	off := int64(e.cfg.TickOffset) // below a tick
@@ -370,27 +366,72 @@ func (e *engine) nextTick() int64 {
 	return off + ((e.now-off)/e.tick+1)*e.tick
 }
 
+// onTick is the scheduler tick on every CPU that runs a thread
+// (recheck); then the load is balanced.
 func (e *engine) onTick() {
 	for ci := range e.cpus {
-		c := &e.cpus[ci]
-		if c.cur < 0 {
-			continue
-		}
-		e.charge(int32(ci))
-		e.updateMinV(int32(ci))
-		if e.checkRuntime(int32(ci)) || len(c.queue) == 0 {
-			continue
-		}
-		t := &e.threads[c.cur]
-		if t.ran+e.now-c.runStart-c.picked >= e.timeslice(1+len(c.queue)) {
-			e.preempt(int32(ci))
-		}
+		e.recheck(int32(ci))
 	}
 	e.balance()
 	if e.running > 0 {
 		e.h.set(e.fixed+slotTick, e.now+e.tick)
 	} else {
 		e.h.clear(e.fixed + slotTick)
+	}
+}
+
+// recheck is what the scheduler does to the thread running on CPU ci at
+// a tick, and when another task's wake-up interrupts it
+// (Config.Wakeups): the thread is charged (a CPU-bound thread overruns
+// its local runtime by up to a tick before this notices), the run queue
+// throttled if out of runtime, the thread preempted when its timeslice
+// is used and another waits.
+func (e *engine) recheck(ci int32) {
+	c := &e.cpus[ci]
+	if c.cur < 0 {
+		return
+	}
+	e.charge(ci)
+	e.updateMinV(ci)
+	if e.checkRuntime(ci) || len(c.queue) == 0 {
+		return
+	}
+	t := &e.threads[c.cur]
+	if t.ran+max(e.now-c.runStart, 0)-c.picked >= e.timeslice(1+len(c.queue)) {
+		e.preempt(ci)
+	}
+}
+
+// wakeupRun is how long another task's wake-up keeps the group's thread
+// off its CPU: the lab's reader of the counters, which wakes one thread
+// of cfsprobe's, reads two files and waits again (internal/alarm), stops
+// a spinning thread for 10 to 15 µs on this host.
+const wakeupRun = 12 * time.Microsecond
+
+// armWakeup arms the next wake-up of another task (Config.Wakeups).
+func (e *engine) armWakeup() {
+	w := int64(e.cfg.Wakeups)
+	e.h.set(e.fixed+slotWakeup, e.now+w/2+e.wakeRng.Int64N(w))
+}
+
+// otherWakeup is another task waking on one of the group's CPUs, drawn
+// at random: it interrupts the group's thread there (recheck), and runs
+// for wakeupRun before the thread that then has the CPU goes on. The
+// wake-ups stop with the group's last thread.
+func (e *engine) otherWakeup() {
+	ci := e.allowed[e.wakeRng.IntN(len(e.allowed))]
+	e.recheck(ci)
+	if c := &e.cpus[ci]; c.cur >= 0 {
+		e.progress(ci)
+		e.charge(ci)
+		c.runStart += int64(wakeupRun)
+		c.lastCharge += int64(wakeupRun)
+		e.armCompletion(ci)
+	}
+	if e.alive > 0 {
+		e.armWakeup()
+	} else {
+		e.h.clear(e.fixed + slotWakeup)
 	}
 }
 

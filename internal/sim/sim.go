@@ -45,7 +45,7 @@ type Config struct {
 	Slice  time.Duration  // sched_cfs_bandwidth_slice_us; 0: 5 ms
 	Tick   time.Duration  // scheduler tick; 0: 4 ms (CONFIG_HZ=250, Debian's)
 	// TickOffset is where the ticks fall: at TickOffset + k × Tick, from
-	// 0 to the tick. The kernel's ticks are at multiples of the tick on
+	// 0 to below the tick. The kernel's ticks are at multiples of the tick on
 	// its monotonic clock, on every CPU at once (skew_tick off), and a
 	// group's period timer anywhere between them: what a throttled
 	// thread overruns its runtime by, charged at a tick, depends on it.
@@ -77,6 +77,17 @@ type Config struct {
 	// its periods only, which is all a caller of its counters and kernel
 	// periods needs. The trace's windows of idle time are longer then.
 	QuietIdle bool
+	// Wakeups is how often, on average, a task of another group wakes on
+	// one of the group's CPUs and runs there for a moment (0: never; the
+	// host is otherwise idle): the lab's own reader of the counters, which
+	// wakes every sample interval (a spread interval: uniform over half to
+	// one and a half of it), on a CPU drawn from the group's. What it does
+	// to a thread of the group that runs there is what a tick does
+	// (engine.recheck): the thread is charged, and yields to another
+	// thread waiting on that CPU once it has had its timeslice, which
+	// with more threads than CPUs makes them take turns off the ticks'
+	// grid. Its own CPU time is not modelled.
+	Wakeups time.Duration
 }
 
 // StepKind is what a step of a thread's program does.
@@ -166,6 +177,10 @@ func fieldErr(field, format string, a ...any) error {
 // is at most 8192).
 const MaxCPUs = 8192
 
+// MinWakeups bounds Config.Wakeups: another task's wake-ups at most
+// this often (the lab's shortest sample interval).
+const MinWakeups = 100 * time.Microsecond
+
 // maxThreads bounds the threads (timer slots are numbered in 24 bits).
 const maxThreads = 1 << 20
 
@@ -241,7 +256,10 @@ func normalize(cfg Config, threads []Thread) (Config, error) {
 		return c, fieldErr("Tick", "%v is not a tick from 100µs to 100ms", c.Tick)
 	}
 	if c.TickOffset < 0 || c.TickOffset >= c.Tick {
-		return c, fieldErr("TickOffset", "%v is not from 0 to the tick, %v", c.TickOffset, c.Tick)
+		return c, fieldErr("TickOffset", "%v is not from 0 to below the tick, %v", c.TickOffset, c.Tick)
+	}
+	if c.Wakeups != 0 && c.Wakeups < MinWakeups {
+		return c, fieldErr("Wakeups", "%v is not 0 or at least %v", c.Wakeups, MinWakeups)
 	}
 	if c.Duration < 0 {
 		return c, fieldErr("Duration", "%v is negative", c.Duration)

@@ -77,6 +77,11 @@ type Setup struct {
 	// A simulation compared with a measured run takes that run's
 	// (Plan.WithClockOf).
 	Phase, TickOffset time.Duration
+	// Wakeups is how often another task wakes on the group's CPUs
+	// (Config.Wakeups; 0: never). A simulation compared with a lab run
+	// takes the run's sample interval, at which the lab's reader of the
+	// counters woke (Plan.WithClockOf).
+	Wakeups time.Duration
 	// Version is cfsprobe's, for the trace.
 	Version string
 }
@@ -137,6 +142,9 @@ func Prepare(s Setup) (*Plan, error) {
 	}
 	if s.TickOffset < 0 || s.TickOffset >= DefaultTick {
 		return ue(fmt.Errorf("the ticks' offset is from 0 to below the tick (%v), not %v", DefaultTick, s.TickOffset))
+	}
+	if s.Wakeups != 0 && s.Wakeups < MinWakeups {
+		return ue(fmt.Errorf("other tasks' wake-ups come at most every %v (or never: 0), not every %v", MinWakeups, s.Wakeups))
 	}
 	if s.Limits.Burst > 0 && !s.Era.HasBurst() {
 		return ue(&cgroup.LimitError{Field: cgroup.FieldBurst, Value: s.Limits.Burst.String(), Err: cgroup.ErrNoBurst,
@@ -216,7 +224,7 @@ func (p *Plan) Run() (*trace.Trace, error) {
 	}
 	// The counters are read as the lab reads a run's: to the close of the
 	// period in which the threads exited.
-	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed, Phase: s.Phase, TickOffset: s.TickOffset}
+	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed, Phase: s.Phase, TickOffset: s.TickOffset, Wakeups: s.Wakeups}
 	res, err := run(cfg, th, options{toClose: true})
 	if err != nil {
 		return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
@@ -299,14 +307,23 @@ func (p *Plan) WithClockOf(measured *trace.Trace) *Plan {
 	q := *p
 	q.setup.Phase = positiveMod(time.Duration(measured.Periods[0].EndNs)+start, period)
 	if measured.StartedMonoNs > 0 {
-		q.setup.TickOffset = positiveMod(start-time.Duration(measured.StartedMonoNs), DefaultTick) % DefaultTick
+		q.setup.TickOffset = floorMod(start-time.Duration(measured.StartedMonoNs), DefaultTick)
 	}
+	q.setup.Wakeups = time.Duration(measured.SampleIntervalNs)
 	return &q
 }
 
 // positiveMod is d modulo m, from just above 0 to m.
 func positiveMod(d, m time.Duration) time.Duration {
-	if d %= m; d <= 0 {
+	if d = floorMod(d, m); d == 0 {
+		d = m
+	}
+	return d
+}
+
+// floorMod is d modulo m, from 0 to just below m.
+func floorMod(d, m time.Duration) time.Duration {
+	if d %= m; d < 0 {
 		d += m
 	}
 	return d

@@ -306,11 +306,15 @@ func TestWithClockOf(t *testing.T) {
 		{boundary: int64(30 * ms)},
 		{boundary: int64(-70 * ms)}, // the same boundaries, said by an earlier one
 	} {
-		measured := &trace.Trace{Limits: trace.LimitsOf(setup.Limits),
+		measured := &trace.Trace{Limits: trace.LimitsOf(setup.Limits), SampleIntervalNs: int64(10 * ms),
 			Periods: []trace.Period{{StartNs: c.boundary - int64(100*ms), EndNs: c.boundary}}}
 		tr, err := plan.WithClockOf(measured).Run()
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The lab's reader woke at the run's sample interval.
+		if sm := tr.Spec.Simulated; sm.WakeupsNs != int64(10*ms) || sm.WakeupRunNs != int64(wakeupRun) {
+			t.Errorf("wake-ups every %v for %v, want the measured run's sample interval, 10ms", time.Duration(sm.WakeupsNs), time.Duration(sm.WakeupRunNs))
 		}
 		// The simulated run counts from the process's start, a millisecond
 		// of CPU before the workload's clock.
@@ -367,5 +371,58 @@ func TestWithClockOf(t *testing.T) {
 	other := &trace.Trace{Limits: trace.LimitsOf(cgroup.Limits{Quota: 50 * ms, Period: 50 * ms}), Periods: []trace.Period{{EndNs: int64(20 * ms)}}}
 	if up.WithClockOf(other) != up || plan.WithClockOf(other) != plan || plan.WithClockOf(nil) != plan {
 		t.Error("WithClockOf changed a plan it has nothing to align")
+	}
+}
+
+// TestWakeups: another task's wake-ups (Setup.Wakeups) make two threads
+// that share a CPU take turns between ticks, and hold the CPU a moment
+// each. Without them every turn is a whole tick: an event that waits for
+// the other thread waits about 4 ms.
+func TestWakeups(t *testing.T) {
+	setup := Setup{Workload: "parallel", Args: []string{"--threads", "2", "--duration", "1s", "--pin=false"}, Era: Era6_18, CPUs: 1,
+		Limits: cgroup.Limits{Period: 100 * ms}, EventCPU: 200 * time.Microsecond, Seed: 5}
+	waits := func(s Setup) (short, tick int, tr *trace.Trace) {
+		t.Helper()
+		p, err := Prepare(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr, err = p.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if len(tr.Latency.Samples) == 0 {
+			t.Fatal("no operations")
+		}
+		for _, o := range tr.Latency.Samples {
+			switch w := time.Duration(o.WallNs); {
+			case w > 700*time.Microsecond && w < 3500*time.Microsecond:
+				short++
+			case w >= 3500*time.Microsecond && w < 4500*time.Microsecond:
+				tick++
+			}
+		}
+		return short, tick, tr
+	}
+	short, tick, quiet := waits(setup)
+	if short > 2 || tick < 100 {
+		t.Errorf("without wake-ups: %d events waited part of a tick and %d a tick; want at most 2 (the turns the start cut) and over 100 (a turn every tick for 1s)", short, tick)
+	}
+	if quiet.Spec.Simulated.WakeupsNs != 0 {
+		t.Errorf("without wake-ups the trace says wakeups_ns %d", quiet.Spec.Simulated.WakeupsNs)
+	}
+	setup.Wakeups = 10 * ms
+	short, tick, busy := waits(setup)
+	t.Logf("with a wake-up every 10ms: %d events waited part of a tick, %d a tick; %v of CPU less", short, tick, time.Duration(quiet.Summary.UsageNs-busy.Summary.UsageNs))
+	// About 100 wake-ups, half of them after the running thread had its
+	// timeslice (1.5 ms of the 4 ms between ticks on 1 CPU: more than
+	// half).
+	if short < 20 || tick < 50 {
+		t.Errorf("with a wake-up every 10ms: %d events waited part of a tick and %d a tick; want 20 or more and 50 or more", short, tick)
+	}
+	// Each wake-up held the CPU for wakeupRun: the group used that much
+	// less of it, about 100 times.
+	lost := time.Duration(quiet.Summary.UsageNs - busy.Summary.UsageNs)
+	if lost < 50*wakeupRun || lost > 150*wakeupRun {
+		t.Errorf("with a wake-up every 10ms the group used %v less than without; want about 100 × %v", lost, wakeupRun)
 	}
 }

@@ -127,7 +127,11 @@ func (r *Result) WriteComparison(w io.Writer) error {
 		costs = fmt.Sprintf("; charging the workload's start %v of CPU and each wake-up %v", time.Duration(sm.StartCPUNs).Round(10*time.Microsecond), time.Duration(sm.WakeCPUNs).Round(100*time.Nanosecond))
 	}
 	// Each simulation has its measured run's period boundaries (Step.run).
-	fmt.Fprintf(w, "measured on this host / simulated (kernel era %s, %d CPUs%s; the period boundaries and ticks where the measured run had them):\n", s0.Host.Kernel, s0.Host.CPUs, costs)
+	reader := ""
+	if sm := s0.Spec.Simulated; sm != nil && sm.WakeupsNs > 0 {
+		reader = fmt.Sprintf(", and the lab's reader waking every %v", time.Duration(sm.WakeupsNs))
+	}
+	fmt.Fprintf(w, "measured on this host / simulated (kernel era %s, %d CPUs%s; the period boundaries and ticks where the measured run had them%s):\n", s0.Host.Kernel, s0.Host.CPUs, costs, reader)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tthrottled\tCPU used\tp99\tp99.9\tagree\tother work")
 	agree, disturbed := 0, 0

@@ -59,6 +59,7 @@ func TestWriteComparison(t *testing.T) {
 		Simulated: []*trace.Trace{summaryTrace("a", 0.52, 0.4, 101*ms, 5*ms), summaryTrace("b", 0.2, 0.5, 50*ms, 51*ms)},
 	}
 	r.Simulated[0].Host = trace.Host{Kernel: "6.18", CPUs: 2}
+	r.Simulated[0].Spec.Simulated = &trace.Simulated{WakeupsNs: 10 * ms}
 	quiet, busy := 0.01, 0.2
 	r.Traces[0].Summary.OthersBusyCPUs, r.Traces[1].Summary.OthersBusyCPUs = &quiet, &busy
 	var b bytes.Buffer
@@ -68,7 +69,7 @@ func TestWriteComparison(t *testing.T) {
 	out := b.String()
 	t.Logf("\n%s", out)
 	for _, want := range []string{
-		"(kernel era 6.18, 2 CPUs; the period boundaries and ticks where the measured run had them)",
+		"(kernel era 6.18, 2 CPUs; the period boundaries and ticks where the measured run had them, and the lab's reader waking every 10ms)",
 		"50.0% / 52.0% (+2.0 pt)",
 		"40.0% / 40.0% (+0.0%)",
 		"100ms / 101ms (+1ms)",

@@ -18,6 +18,10 @@ type Simulated struct {
 	// TickOffsetNs is where the ticks fall: at tick_offset_ns + k ×
 	// tick_ns.
 	TickOffsetNs int64 `json:"tick_offset_ns,omitempty"`
+	// WakeupsNs is how often, on average, another task woke on one of
+	// the group's CPUs and held it for wakeup_run_ns (absent: never).
+	WakeupsNs   int64 `json:"wakeups_ns,omitempty"`
+	WakeupRunNs int64 `json:"wakeup_run_ns,omitempty"`
 	// MinRuntimeNs is min_cfs_rq_runtime: what a CPU keeps when its last
 	// thread leaves it; the rest goes back to the pool.
 	MinRuntimeNs int64 `json:"min_runtime_ns"`

@@ -9,37 +9,6 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 )
 
-// The alarm goes off no sooner than it was set to, and at once when it
-// is set to now from another goroutine while it is waited on.
-func TestAlarm(t *testing.T) {
-	a, err := newAlarm()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.close()
-	start := time.Now()
-	a.set(30 * ms)
-	if err := a.wait(); err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(start); el < 30*ms {
-		t.Errorf("the alarm set to 30ms went off after %v", el)
-	}
-	a.set(time.Hour)
-	done := make(chan error, 1)
-	go func() { done <- a.wait() }()
-	time.Sleep(20 * ms)
-	a.set(0)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the alarm set again to now did not go off")
-	}
-}
-
 // Run reads the groups Follow gives it at once, also while it waits a
 // second for its next pass (nothing to read), and returns when its
 // context is done, its files closed.
