@@ -414,19 +414,24 @@ func (e *engine) armWakeup() {
 	e.h.set(e.fixed+slotWakeup, e.now+w/2+e.wakeRng.Int64N(w))
 }
 
-// otherWakeup is another task waking on one of the group's CPUs, drawn
-// at random: it interrupts the group's thread there (recheck), and runs
-// for wakeupRun before the thread that then has the CPU goes on. The
-// wake-ups stop with the group's last thread.
+// otherWakeup is another task waking on the host: on a CPU that runs no
+// thread of the group when there is one (the wake-up path looks for an
+// idle CPU: select_idle_sibling), where it disturbs nothing of the
+// group's; else on a CPU drawn at random, where it interrupts the
+// group's thread (recheck) and runs for wakeupRun before the thread that
+// then has the CPU goes on. The wake-ups stop with the group's last
+// thread.
 func (e *engine) otherWakeup() {
-	ci := e.allowed[e.wakeRng.IntN(len(e.allowed))]
-	e.recheck(ci)
-	if c := &e.cpus[ci]; c.cur >= 0 {
-		e.progress(ci)
-		e.charge(ci)
-		c.runStart += int64(wakeupRun)
-		c.lastCharge += int64(wakeupRun)
-		e.armCompletion(ci)
+	if e.running == len(e.cpus) {
+		ci := int32(e.wakeRng.IntN(len(e.cpus)))
+		e.recheck(ci)
+		if c := &e.cpus[ci]; c.cur >= 0 {
+			e.progress(ci)
+			e.charge(ci)
+			c.runStart += int64(wakeupRun)
+			c.lastCharge += int64(wakeupRun)
+			e.armCompletion(ci)
+		}
 	}
 	if e.alive > 0 {
 		e.armWakeup()

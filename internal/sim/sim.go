@@ -78,15 +78,17 @@ type Config struct {
 	// periods needs. The trace's windows of idle time are longer then.
 	QuietIdle bool
 	// Wakeups is how often, on average, a task of another group wakes on
-	// one of the group's CPUs and runs there for a moment (0: never; the
-	// host is otherwise idle): the lab's own reader of the counters, which
-	// wakes every sample interval (a spread interval: uniform over half to
-	// one and a half of it), on a CPU drawn from the group's. What it does
-	// to a thread of the group that runs there is what a tick does
+	// the host and runs for a moment (0: never; the host is otherwise
+	// idle): the lab's own reader of the counters, which wakes every
+	// sample interval (a spread interval: uniform over half to one and a
+	// half of it). It goes to a CPU that runs no thread of the group if
+	// there is one (select_idle_sibling), and disturbs nothing there;
+	// when the group's threads run on every CPU, to one of them, drawn at
+	// random, where it does to the thread what a tick does
 	// (engine.recheck): the thread is charged, and yields to another
 	// thread waiting on that CPU once it has had its timeslice, which
 	// with more threads than CPUs makes them take turns off the ticks'
-	// grid. Its own CPU time is not modelled.
+	// grid; and it holds that CPU for wakeupRun.
 	Wakeups time.Duration
 }
 

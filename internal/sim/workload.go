@@ -287,29 +287,37 @@ func (p *Plan) WithCosts(start, wake time.Duration) *Plan {
 	return &q
 }
 
-// WithClockOf is the plan with its period boundaries and its ticks
-// where a measured run of the same workload had them against the
-// workload's clock. The measured trace's times count from the workload's
-// release, after its process started (internal/lab), and its ticks are
-// at multiples of the tick on the kernel's monotonic clock
+// WithClockOf is the plan with its period boundaries, its ticks and the
+// lab's reader where a measured run of the same workload had them
+// against the workload's clock. The measured trace's times count from
+// the workload's release, after its process started (internal/lab), and
+// its ticks are at multiples of the tick on the kernel's monotonic clock
 // (trace.StartedMonoNs); a simulated run's times count from the
 // process's start, the start's CPU time (Costs.Start) before the
-// workload's clock. Without a limit, or without periods in the measured
-// trace, the plan is unchanged; without the run's monotonic start, its
-// ticks are.
+// workload's clock. The lab's reader of the counters woke every sample
+// interval on the CPUs the run shared with it (Setup.Wakeups). Without a
+// limit, or without periods in the measured trace, the boundaries are
+// the plan's; without the run's monotonic start, its ticks are. A plan
+// of the simulator's own workload (replay) is not a lab run's: it is
+// unchanged.
 func (p *Plan) WithClockOf(measured *trace.Trace) *Plan {
-	period := p.setup.Limits.PeriodOrDefault()
-	if p.setup.Limits.Unlimited() || measured == nil || len(measured.Periods) == 0 || p.threads != nil ||
-		time.Duration(measured.Limits.PeriodUs)*time.Microsecond != period {
+	if measured == nil || p.threads != nil {
 		return p
 	}
-	start := cmp.Or(p.setup.StartCPU, DefaultStartCPU)
 	q := *p
+	q.setup.Wakeups = time.Duration(measured.SampleIntervalNs)
+	period := p.setup.Limits.PeriodOrDefault()
+	if p.setup.Limits.Unlimited() || len(measured.Periods) == 0 || time.Duration(measured.Limits.PeriodUs)*time.Microsecond != period {
+		if q.setup.Wakeups == p.setup.Wakeups {
+			return p
+		}
+		return &q
+	}
+	start := cmp.Or(p.setup.StartCPU, DefaultStartCPU)
 	q.setup.Phase = positiveMod(time.Duration(measured.Periods[0].EndNs)+start, period)
 	if measured.StartedMonoNs > 0 {
 		q.setup.TickOffset = floorMod(start-time.Duration(measured.StartedMonoNs), DefaultTick)
 	}
-	q.setup.Wakeups = time.Duration(measured.SampleIntervalNs)
 	return &q
 }
 
