@@ -176,7 +176,7 @@ var knownGaps = map[string]string{
 	"burst/burst-20ms p99":   "p99 and p99.9 of its 49 bursts are its slowest burst, which one wake-up delayed by other work decides: measured 32 to 85 ms from run to run, simulated 30 ms (no burst throttled)",
 	"burst/burst-20ms p99.9": "the same slowest burst as p99",
 	"threads-vs-quota/threads-4x p99": "p99 falls between classes of events: those that wait a tick (4 ms) for the other thread on their CPU, two ticks (8 ms), and a period's stall (50 ms); the stall's are 0.85 to 0.9 % (a fixed number a period), so p99 is whichever class reaches 1 %: " +
-		"the kernel (EEVDF: a waiting thread runs only once it is eligible) let a thread run two ticks in a row for 0.67 to 1.05 % of the events in four runs on 2026-11-28, the model (a thread yields at the tick once it has had its timeslice) for 0.15 to 0.17 %, so the kernel's p99 was 8.2 to 8.3 ms and the model's 6.1 to 8.2; " +
+		"the kernel leaves the 4 threads split 3 and 1 over the 2 CPUs for hundreds of milliseconds at a time (20 % of a 3 s run of 4 spinning threads under 1 CPU: the 3 each wait two turns, 8 ms), 0.67 to 1.05 % of the events in four runs on 2026-11-28, where the model's balancer evens them out at the next tick (0.15 to 0.17 %), so the kernel's p99 was 8.2 to 8.3 ms and the model's 6.1 to 8.2; " +
 		"and in a run whose events were slower (18,000 where 23,000 are usual: the host's), the stall's were 1.1 % and the kernel's p99 52 ms",
 }
 
