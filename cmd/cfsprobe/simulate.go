@@ -32,6 +32,7 @@ type simFlags struct {
 	eventCPU time.Duration
 	startCPU time.Duration
 	wakeCPU  time.Duration
+	wakeLong time.Duration
 }
 
 func (f *simFlags) add(fl *pflag.FlagSet) {
@@ -41,10 +42,11 @@ func (f *simFlags) add(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.eventCPU, "event-cpu", 0, "parallel: CPU time of one event (default: measured on this host)")
 	fl.DurationVar(&f.startCPU, "start-cpu", 0, "CPU time of the workload process's start and exit (default: 1ms; suite --compare: measured on this host)")
 	fl.DurationVar(&f.wakeCPU, "wake-cpu", 0, "CPU time a thread spends around each sleep (default: none; suite --compare: measured on this host)")
+	fl.DurationVar(&f.wakeLong, "wake-cpu-long", 0, "CPU time a thread spends around a sleep of 1s or more, interpolated from --wake-cpu's at 1ms on a log scale of the sleep (default: --wake-cpu's; suite --compare: measured on this host)")
 }
 
 // simFlagNames are simFlags' flags.
-var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "start-cpu", "wake-cpu"}
+var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "start-cpu", "wake-cpu", "wake-cpu-long"}
 
 func newSimulateCmd() *cobra.Command {
 	f := &simulateFlags{}
@@ -156,7 +158,7 @@ func runSimulate(c *cobra.Command, f *simulateFlags, args []string) error {
 	}
 	plan, err := sim.Prepare(sim.Setup{
 		Workload: name, Args: wargs, Limits: lim, Era: era, CPUs: cpus,
-		Seed: f.seed, EventCPU: f.eventCPU, StartCPU: f.startCPU, WakeCPU: f.wakeCPU, Phase: f.phase, Wakeups: f.wakeups, Version: lab.Version,
+		Seed: f.seed, EventCPU: f.eventCPU, StartCPU: f.startCPU, WakeCPU: f.wakeCPU, WakeLongCPU: f.wakeLong, Phase: f.phase, Wakeups: f.wakeups, Version: lab.Version,
 	})
 	if err != nil {
 		var he *workload.HelpError
@@ -194,6 +196,9 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	}
 	if c.Flags().Changed("wake-cpu") && f.wakeCPU <= 0 {
 		return "", 0, usageErr("--wake-cpu %v: give the CPU time of a thread's wake-up, such as 25us, or leave it out to measure it", f.wakeCPU)
+	}
+	if c.Flags().Changed("wake-cpu-long") && f.wakeLong <= 0 {
+		return "", 0, usageErr("--wake-cpu-long %v: give the CPU time of a thread's wake-up from a sleep of 1s or more, such as 70us, or leave it out to measure it", f.wakeLong)
 	}
 	if c.Flags().Changed("kernel") {
 		era, err := sim.ParseEra(f.kernel)

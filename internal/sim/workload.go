@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -38,7 +39,9 @@ import (
 //
 // A sleep of d ends d + SleepLate later (a thread's clock_nanosleep is
 // an hrtimer of the timer slack, and the wake-up), and costs the thread
-// Setup.WakeCPU of CPU time when it wakes (none by default); the
+// the CPU time of a wake-up when it wakes (Setup.WakeCPU after a short
+// sleep, Setup.WakeLongCPU after a long one: Costs.WakeAfter; none by
+// default); the
 // process's start costs the first thread Setup.StartCPU
 // (DefaultStartCPU) before the workload's clock starts. A simulation
 // compared with the lab's runs on this host takes both as measured there
@@ -67,8 +70,9 @@ type Setup struct {
 	EventCPU time.Duration
 	// StartCPU is the CPU time of the workload's process's start and
 	// exit (0: DefaultStartCPU); WakeCPU that of a thread's wake-up from
-	// each sleep (0: none).
-	StartCPU, WakeCPU time.Duration
+	// each sleep (0: none), and WakeLongCPU from a sleep of LongSleep or
+	// more (0: WakeCPU; Costs.WakeAfter).
+	StartCPU, WakeCPU, WakeLongCPU time.Duration
 	// Phase is when the group's period timer first fires after the run
 	// starts (Config.Phase; 0: drawn from Seed), and TickOffset where the
 	// scheduler's ticks fall (Config.TickOffset). A group's period
@@ -131,8 +135,8 @@ func Prepare(s Setup) (*Plan, error) {
 	if s.EventCPU < 0 {
 		return ue(fmt.Errorf("the event's CPU time must be positive, not %v", s.EventCPU))
 	}
-	if s.StartCPU < 0 || s.WakeCPU < 0 {
-		return ue(fmt.Errorf("the process's start and wake-up CPU times must be positive, not %v and %v", s.StartCPU, s.WakeCPU))
+	if s.StartCPU < 0 || s.WakeCPU < 0 || s.WakeLongCPU < 0 {
+		return ue(fmt.Errorf("the process's start and wake-up CPU times must be positive, not %v, %v and %v", s.StartCPU, s.WakeCPU, s.WakeLongCPU))
 	}
 	if err := s.Limits.Validate(); err != nil {
 		return ue(err)
@@ -205,7 +209,7 @@ func (p *Plan) Spec() trace.Spec { return p.spec }
 // wake-up costs are the Setup's, or the defaults).
 func (p *Plan) Run() (*trace.Trace, error) {
 	s := p.setup
-	c := Costs{Start: s.StartCPU, Wake: s.WakeCPU, Event: s.EventCPU}
+	c := Costs{Start: s.StartCPU, Wake: s.WakeCPU, WakeLong: s.WakeLongCPU, Event: s.EventCPU}
 	if pp := p.spec.Params; pp != nil && pp.Parallel != nil && c.Event == 0 {
 		var err error
 		if c.Event, err = calibrated(pp.Parallel.MaxPrime); err != nil {
@@ -235,6 +239,9 @@ func (p *Plan) Run() (*trace.Trace, error) {
 	}
 	if p.threads == nil {
 		tr.Spec.Simulated.StartCPUNs, tr.Spec.Simulated.WakeCPUNs = int64(c.Start), int64(c.Wake)
+		if c.WakeLong > 0 {
+			tr.Spec.Simulated.WakeLongCPUNs = int64(c.WakeLong)
+		}
 	}
 	if p.finish != nil {
 		p.finish(tr)
@@ -270,20 +277,49 @@ const DefaultStartCPU = time.Millisecond
 
 // Costs are the CPU time of what the workload's threads do beside their
 // program's steps: the process's start (and exit), a thread's wake-up
-// from each sleep that slept, and one event of parallel. A simulation
-// that predicts takes DefaultStartCPU and no wake-up cost, so that the
-// same seed gives the same trace on any host; one compared with the
-// lab's runs takes what they cost on this host (suite.MeasureCosts).
+// from each sleep that slept (WakeAfter), and one event of parallel. A
+// simulation that predicts takes DefaultStartCPU and no wake-up cost, so
+// that the same seed gives the same trace on any host; one compared with
+// the lab's runs takes what they cost on this host (suite.MeasureCosts).
 type Costs struct {
-	Start, Wake, Event time.Duration
+	Start, Event time.Duration
+	// Wake is a wake-up's after a sleep of ShortSleep or less, WakeLong
+	// after one of LongSleep or more (0: Wake).
+	Wake, WakeLong time.Duration
+}
+
+// ShortSleep and LongSleep are the sleeps a wake-up's cost is known
+// after (Costs; suite.MeasureCosts times them).
+const (
+	ShortSleep = time.Millisecond
+	LongSleep  = time.Second
+)
+
+// WakeAfter is the CPU time of a wake-up after a sleep of d. A thread
+// that slept long finds its caches and TLB cold (under emulation, the
+// emulator's translations of its code too): measured on 2026-11-28, a
+// wake-up of the engine's periodic workload cost 16 to 23 µs after 1 ms
+// of sleep on this host and 64 to 200 µs after 1 s; in the qemu guest 50
+// to 64 µs, 200 to 400 µs after 100 ms and 440 to 660 µs after 1 s.
+// Between ShortSleep and LongSleep the cost is interpolated on a log
+// scale of the sleep, as those figures lie.
+func (c Costs) WakeAfter(d time.Duration) time.Duration {
+	if c.WakeLong == 0 || d <= ShortSleep {
+		return c.Wake
+	}
+	if d >= LongSleep {
+		return c.WakeLong
+	}
+	f := math.Log(float64(d)/float64(ShortSleep)) / math.Log(float64(LongSleep)/float64(ShortSleep))
+	return c.Wake + time.Duration(f*float64(c.WakeLong-c.Wake))
 }
 
 // WithCosts is the plan with the workload's start and wake-up costs
 // given (what the lab's runs cost on this host), as if its Setup had
-// given them.
-func (p *Plan) WithCosts(start, wake time.Duration) *Plan {
+// given them; the event's is the Setup's.
+func (p *Plan) WithCosts(c Costs) *Plan {
 	q := *p
-	q.setup.StartCPU, q.setup.WakeCPU = start, wake
+	q.setup.StartCPU, q.setup.WakeCPU, q.setup.WakeLongCPU = c.Start, c.Wake, c.WakeLong
 	return &q
 }
 
@@ -371,8 +407,8 @@ func BuiltinThreads(spec trace.Spec, usable []int, c Costs) ([]Thread, error) {
 	// first thread burns its start, the others begin when it would be
 	// done.
 	for i := range behaviours {
-		if c.Wake > 0 {
-			behaviours[i] = &waking{cpu: c.Wake, then: behaviours[i]}
+		if c.Wake > 0 || c.WakeLong > 0 {
+			behaviours[i] = &waking{costs: c, then: behaviours[i]}
 		}
 		if i == 0 {
 			behaviours[i] = &starting{first: Step{Kind: Burn, CPU: c.Start}, then: behaviours[i]}
@@ -410,22 +446,28 @@ func (t *starting) Next(now time.Duration, rng *rand.Rand) Step {
 	return t.then.Next(now, rng)
 }
 
-// waking is a thread that burns cpu when it wakes from each sleep that
-// slept (the system call's return, the switch back to it), before its
-// next step.
+// waking is a thread that burns a wake-up's CPU time (Costs.WakeAfter)
+// when it wakes from each sleep that slept (the system call's return, the
+// switch back to it), before its next step.
 type waking struct {
-	cpu   time.Duration
+	costs Costs
 	then  Behavior
-	slept bool // the last step given was a sleep that sleeps
+	// slept is how long the last step given sleeps (0: it does not), as
+	// the workload asked for it (its lateness, SleepLate, not counted: the
+	// costs are measured by the sleeps asked for).
+	slept time.Duration
 }
 
 func (t *waking) Next(now time.Duration, rng *rand.Rand) Step {
-	if t.slept {
-		t.slept = false
-		return Step{Kind: Burn, CPU: t.cpu}
+	if t.slept > 0 {
+		d := t.slept
+		t.slept = 0
+		return Step{Kind: Burn, CPU: t.costs.WakeAfter(d)}
 	}
 	s := t.then.Next(now, rng)
-	t.slept = s.Kind == Sleep && s.Until > now
+	if s.Kind == Sleep && s.Until > now {
+		t.slept = max(s.Until-now-SleepLate, time.Nanosecond)
+	}
 	return s
 }
 

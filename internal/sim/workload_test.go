@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -424,5 +425,48 @@ func TestWakeups(t *testing.T) {
 	lost := time.Duration(quiet.Summary.UsageNs - busy.Summary.UsageNs)
 	if lost < 50*wakeupRun || lost > 150*wakeupRun {
 		t.Errorf("with a wake-up every 10ms the group used %v less than without; want about 100 × %v", lost, wakeupRun)
+	}
+}
+
+// TestWakeAfter: a wake-up's CPU time grows with the sleep before it,
+// from Costs.Wake at ShortSleep to Costs.WakeLong at LongSleep, on a log
+// scale between; without WakeLong every wake-up costs Wake. A periodic
+// workload's threads are charged it after each sleep.
+func TestWakeAfter(t *testing.T) {
+	us := time.Microsecond
+	c := Costs{Wake: 20 * us, WakeLong: 80 * us}
+	for _, w := range []struct{ sleep, cost time.Duration }{
+		{0, 20 * us}, {ShortSleep, 20 * us}, {10 * ms, 40 * us}, {100 * ms, 60 * us}, {LongSleep, 80 * us}, {5 * time.Second, 80 * us},
+	} {
+		if got := c.WakeAfter(w.sleep); got < w.cost-us || got > w.cost+us {
+			t.Errorf("after %v of sleep: %v, want %v", w.sleep, got, w.cost)
+		}
+	}
+	if got := (Costs{Wake: 20 * us}).WakeAfter(5 * time.Second); got != 20*us {
+		t.Errorf("without a long sleep's cost: %v after 5s, want the short one's, 20µs", got)
+	}
+	// Five 1 ms burns 1 s apart, and 101 of them 1 ms apart: the group
+	// pays the start, the burns and each wake-up's cost.
+	for _, w := range []struct {
+		sleep      string
+		iterations int
+		wake       time.Duration
+	}{{"1s", 5, 80 * us}, {"1ms", 101, 20 * us}} {
+		p, err := Prepare(Setup{Workload: "periodic", Args: []string{"--burn-cpu", "1ms", "--sleep", w.sleep, "--iterations", fmt.Sprint(w.iterations)},
+			Era: Era6_18, CPUs: 2, Limits: cgroup.Limits{Period: 100 * ms}, StartCPU: ms, WakeCPU: c.Wake, WakeLongCPU: c.WakeLong})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := p.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ms + time.Duration(w.iterations)*ms + time.Duration(w.iterations-1)*w.wake
+		if got := time.Duration(tr.Summary.UsageNs); got < want-10*us || got > want+10*us {
+			t.Errorf("%d burns %s apart: the group used %v, want %v (the start, the burns and %v per wake-up)", w.iterations, w.sleep, got, want, w.wake)
+		}
+		if tr.Spec.Simulated.WakeLongCPUNs != int64(c.WakeLong) {
+			t.Errorf("wake_long_cpu_ns %d, want %d", tr.Spec.Simulated.WakeLongCPUNs, c.WakeLong)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -167,18 +168,18 @@ func (r *Result) write(w io.Writer, asJSON bool, dir string) error {
 // the environment gives them.
 func (b *Batch) measureCosts(ctx context.Context) error {
 	e := b.env.Sim
-	if e == nil || !e.Measure || e.StartCPU > 0 && e.WakeCPU > 0 {
+	if e == nil || !e.Measure || e.StartCPU > 0 && e.WakeCPU > 0 && e.WakeLongCPU > 0 {
 		return nil
 	}
 	c, err := MeasureCosts(ctx, b.base)
 	if err != nil {
 		return err
 	}
-	start, wake := cmp.Or(e.StartCPU, c.Start), cmp.Or(e.WakeCPU, c.Wake)
+	c = sim.Costs{Start: cmp.Or(e.StartCPU, c.Start), Wake: cmp.Or(e.WakeCPU, c.Wake), WakeLong: cmp.Or(e.WakeLongCPU, c.WakeLong)}
 	for _, steps := range b.steps {
 		for _, st := range steps {
 			if st.Sim != nil {
-				st.Sim = st.Sim.WithCosts(start, wake)
+				st.Sim = st.Sim.WithCosts(c)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/report"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -125,6 +126,9 @@ func (r *Result) WriteComparison(w io.Writer) error {
 	if sm := s0.Spec.Simulated; sm != nil && sm.StartCPUNs > 0 {
 		// What the model charged beside the operations (MeasureCosts).
 		costs = fmt.Sprintf("; charging the workload's start %v of CPU and each wake-up %v", time.Duration(sm.StartCPUNs).Round(10*time.Microsecond), time.Duration(sm.WakeCPUNs).Round(100*time.Nanosecond))
+		if sm.WakeLongCPUNs > 0 {
+			costs += fmt.Sprintf(" after %v of sleep, %v after %v", sim.ShortSleep, time.Duration(sm.WakeLongCPUNs).Round(100*time.Nanosecond), sim.LongSleep)
+		}
 	}
 	// Each simulation has its measured run's period boundaries (Step.run).
 	reader := ""

@@ -13,12 +13,13 @@ import (
 )
 
 // The runs MeasureCosts times: periodic, one thread, burns of costBurn
-// of CPU time and sleeps of costSleep, costRounds times each.
+// of CPU time and sleeps of sim.ShortSleep (costWakes of them) or
+// sim.LongSleep (costLongWakes), costRounds times each.
 const (
-	costBurn   = 10 * time.Microsecond
-	costSleep  = time.Millisecond
-	costWakes  = 100 // sleeps in the longer run
-	costRounds = 3   // runs of each; the median is taken
+	costBurn      = 10 * time.Microsecond
+	costWakes     = 100 // short sleeps in the run of short sleeps
+	costLongWakes = 5   // long sleeps in the run of long sleeps
+	costRounds    = 3   // runs of each; the median is taken
 )
 
 // MeasureCosts measures what the built-in workloads' process costs its
@@ -28,18 +29,26 @@ const (
 // the burn, is the process's start (its exec, its mappings, its thread,
 // its exit, and the lab's way of starting it in the group); what a run
 // with 100 sleeps of 1 ms more used, less its burns, per sleep is a
-// wake-up. Each is run three times and the median taken. A simulation
-// compared with the lab's runs charges them (sim.Plan.WithCosts): a
-// start costs 0.9 to 1.4 ms on this 2-CPU VM, and a wake-up about 25 µs,
-// but four to eight times as much under emulation (the qemu guest).
+// wake-up, and what one with 5 sleeps of 1 s more used, per sleep, a
+// wake-up from a long sleep (sim.Costs.WakeAfter: caches gone cold), at
+// least the short one's (below it, the start's cost varied more than the
+// sleeps added: in the qemu guest the start's moves by a millisecond or
+// two from run to run, and 3 sleeps of 1 s once gave less than nothing).
+// Each is run three times and the median taken (the long sleeps take
+// 15 s). A
+// simulation compared with the lab's runs charges them
+// (sim.Plan.WithCosts): a start costs 0.6 to 1.4 ms on this 2-CPU VM, a
+// wake-up 15 to 35 µs after 1 ms of sleep and 60 to 200 µs after 1 s, and
+// under emulation (the qemu guest) 5 to 6 ms, 50 to 130 µs and 450 to
+// 650 µs.
 func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
-	run := func(iterations int) (time.Duration, error) {
+	run := func(sleep time.Duration, iterations int) (time.Duration, error) {
 		var used []time.Duration
 		for range costRounds {
 			cfg := base
 			cfg.Limits = cgroup.Limits{Period: cgroup.DefaultPeriod} // no quota
 			cfg.Workload, cfg.Command = "periodic", nil
-			cfg.WorkloadArgs = []string{"--burn-cpu", costBurn.String(), "--sleep", costSleep.String(), "--iterations", fmt.Sprint(iterations), "--quiet"}
+			cfg.WorkloadArgs = []string{"--burn-cpu", costBurn.String(), "--sleep", sleep.String(), "--iterations", fmt.Sprint(iterations), "--quiet"}
 			cfg.Stdout, cfg.Stderr = io.Discard, io.Discard
 			plan, err := lab.Prepare(cfg)
 			if err != nil {
@@ -54,13 +63,18 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 		slices.Sort(used)
 		return used[len(used)/2], nil
 	}
-	one, err := run(1)
+	one, err := run(sim.ShortSleep, 1)
 	if err != nil {
 		return sim.Costs{}, fmt.Errorf("measure the workload's start: %w", err)
 	}
-	more, err := run(1 + costWakes)
+	more, err := run(sim.ShortSleep, 1+costWakes)
 	if err != nil {
 		return sim.Costs{}, fmt.Errorf("measure a wake-up: %w", err)
 	}
-	return sim.Costs{Start: max(one, time.Microsecond), Wake: max((more-one)/costWakes, time.Nanosecond)}, nil
+	long, err := run(sim.LongSleep, 1+costLongWakes)
+	if err != nil {
+		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: %w", err)
+	}
+	wake := max((more-one)/costWakes, time.Nanosecond)
+	return sim.Costs{Start: max(one, time.Microsecond), Wake: wake, WakeLong: max((long-one)/costLongWakes, wake)}, nil
 }

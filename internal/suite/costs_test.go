@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 )
 
 // MeasureCosts on real cgroups: the workload's start, as the lab's group
 // is charged it, and a wake-up, both positive, the start far longer, and
-// within what machines of this kind take (on this 2-CPU VM 0.9 to 1.4 ms
-// and about 25 µs; the qemu guest up to eight times as much).
+// within what machines of this kind take (on this 2-CPU VM 0.5 to 1.4 ms
+// and about 25 µs; the qemu guest up to eight times as much); a wake-up
+// from a second's sleep costs more than from a millisecond's.
 func TestMeasureCosts(t *testing.T) {
 	l := testenv.NeedCgroups(t)
 	parent := testenv.ParentName("suitecosts")
@@ -22,7 +24,7 @@ func TestMeasureCosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("start %v, wake-up %v", c.Start, c.Wake)
+	t.Logf("start %v, wake-up %v after %v of sleep, %v after %v", c.Start, c.Wake, sim.ShortSleep, c.WakeLong, sim.LongSleep)
 	if c.Start < 100*time.Microsecond || c.Start > 50*time.Millisecond {
 		t.Errorf("start %v, want 100µs to 50ms", c.Start)
 	}
@@ -31,5 +33,10 @@ func TestMeasureCosts(t *testing.T) {
 	}
 	if c.Start < 5*c.Wake {
 		t.Errorf("start %v, wake-up %v: want the start far longer", c.Start, c.Wake)
+	}
+	// A thread that slept a second wakes to cold caches: three to eight
+	// times the short sleep's cost on this host, ten under emulation.
+	if c.WakeLong <= c.Wake || c.WakeLong > 5*time.Millisecond {
+		t.Errorf("wake-up after %v of sleep %v, after %v %v: want more after the long sleep, and at most 5ms", sim.ShortSleep, c.Wake, sim.LongSleep, c.WakeLong)
 	}
 }

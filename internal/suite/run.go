@@ -40,11 +40,11 @@ type SimEnv struct {
 	// EventCPU is the parallel workload's event's CPU time (0: measured
 	// on this host).
 	EventCPU time.Duration
-	// StartCPU and WakeCPU are the workload process's start and a
-	// thread's wake-up from a sleep (sim.Setup; 0: with Measure, what the
-	// lab's runs cost on this host, MeasureCosts, else the model's
-	// defaults).
-	StartCPU, WakeCPU time.Duration
+	// StartCPU, WakeCPU and WakeLongCPU are the workload process's start
+	// and a thread's wake-up from a sleep, a short one and a long one
+	// (sim.Setup; 0: with Measure, what the lab's runs cost on this host,
+	// MeasureCosts, else the model's defaults).
+	StartCPU, WakeCPU, WakeLongCPU time.Duration
 	// Measure runs every scenario on real cgroups too: each step then has
 	// a measured and a simulated run, side by side (Result.Simulated).
 	Measure bool
@@ -199,7 +199,7 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 			if env.Sim != nil {
 				st.Sim, err = sim.Prepare(sim.Setup{
 					Workload: sc.Workload, Args: args, Limits: lim, Era: env.Sim.Era, CPUs: env.CPUs,
-					Seed: env.Sim.Seed + uint64(r-1), EventCPU: env.Sim.EventCPU, StartCPU: env.Sim.StartCPU, WakeCPU: env.Sim.WakeCPU, Version: lab.Version,
+					Seed: env.Sim.Seed + uint64(r-1), EventCPU: env.Sim.EventCPU, StartCPU: env.Sim.StartCPU, WakeCPU: env.Sim.WakeCPU, WakeLongCPU: env.Sim.WakeLongCPU, Version: lab.Version,
 				})
 				if err != nil {
 					return nil, prepareErr(err)

@@ -52,9 +52,12 @@ type Simulated struct {
 	EventCPUNs int64 `json:"event_cpu_ns,omitempty"`
 	// StartCPUNs and WakeCPUNs are the CPU time of the built-in workload's
 	// process's start and of a thread's wake-up from a sleep that the
-	// simulation charged: given (cfsprobe simulate --start-cpu,
-	// --wake-cpu) or measured on the host that simulated (absent for
-	// replay).
-	StartCPUNs int64 `json:"start_cpu_ns,omitempty"`
-	WakeCPUNs  int64 `json:"wake_cpu_ns,omitempty"`
+	// simulation charged, WakeLongCPUNs that of a wake-up from a sleep of
+	// a second or more (absent: as WakeCPUNs; between, interpolated on a
+	// log scale of the sleep: sim.Costs.WakeAfter): given (cfsprobe
+	// simulate --start-cpu, --wake-cpu, --wake-cpu-long) or measured on
+	// the host that simulated (absent for replay).
+	StartCPUNs    int64 `json:"start_cpu_ns,omitempty"`
+	WakeCPUNs     int64 `json:"wake_cpu_ns,omitempty"`
+	WakeLongCPUNs int64 `json:"wake_long_cpu_ns,omitempty"`
 }
