@@ -85,7 +85,13 @@ func (s *sampler) loop() {
 	}
 	s.alarm = a
 	s.mu.Unlock()
-	defer a.Close()
+	defer func() {
+		// stop rings the alarm while loop runs, not once it is closed.
+		s.mu.Lock()
+		s.alarm = nil
+		s.mu.Unlock()
+		a.Close()
+	}()
 	next := time.Now()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed))
 	for {
