@@ -29,20 +29,17 @@ type simFlags struct {
 	kernel   string
 	hostCPUs int
 	seed     uint64
-	eventCPU time.Duration
-	startCPU time.Duration
-	wakeCPU  time.Duration
-	wakeLong time.Duration
+	costs    sim.Costs // --event-cpu, --start-cpu, --wake-cpu, --wake-cpu-long
 }
 
 func (f *simFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.kernel, "kernel", "", "kernel era to model: "+sim.EraNames()+" (default: this host's kernel's)")
 	fl.IntVar(&f.hostCPUs, "host-cpus", 0, "CPUs of the simulated host (default: this host's)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the model's randomness: the same seed gives the same trace")
-	fl.DurationVar(&f.eventCPU, "event-cpu", 0, "parallel: CPU time of one event (default: measured on this host)")
-	fl.DurationVar(&f.startCPU, "start-cpu", 0, "CPU time of the workload process's start and exit (default: 1ms; suite --compare: measured on this host)")
-	fl.DurationVar(&f.wakeCPU, "wake-cpu", 0, "CPU time a thread spends around each sleep (default: none; suite --compare: measured on this host)")
-	fl.DurationVar(&f.wakeLong, "wake-cpu-long", 0, "CPU time a thread spends around a sleep of 1s or more, interpolated from --wake-cpu's at 1ms on a log scale of the sleep (default: --wake-cpu's; suite --compare: measured on this host)")
+	fl.DurationVar(&f.costs.Event, "event-cpu", 0, "parallel: CPU time of one event (default: measured on this host)")
+	fl.DurationVar(&f.costs.Start, "start-cpu", 0, "CPU time of the workload process's start and exit (default: 1ms; suite --compare: measured on this host)")
+	fl.DurationVar(&f.costs.Wake, "wake-cpu", 0, "CPU time a thread spends around each sleep (default: none; suite --compare: measured on this host)")
+	fl.DurationVar(&f.costs.WakeLong, "wake-cpu-long", 0, "CPU time a thread spends around a sleep of 1s or more, interpolated from --wake-cpu's at 1ms on a log scale of the sleep (default: --wake-cpu's; suite --compare: measured on this host)")
 }
 
 // simFlagNames are simFlags' flags.
@@ -158,7 +155,7 @@ func runSimulate(c *cobra.Command, f *simulateFlags, args []string) error {
 	}
 	plan, err := sim.Prepare(sim.Setup{
 		Workload: name, Args: wargs, Limits: lim, Era: era, CPUs: cpus,
-		Seed: f.seed, EventCPU: f.eventCPU, StartCPU: f.startCPU, WakeCPU: f.wakeCPU, WakeLongCPU: f.wakeLong, Phase: f.phase, Wakeups: f.wakeups, Version: lab.Version,
+		Seed: f.seed, Costs: f.costs, Phase: f.phase, Wakeups: f.wakeups, Version: lab.Version,
 	})
 	if err != nil {
 		var he *workload.HelpError
@@ -188,17 +185,17 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	case cpus < 1 || cpus > sim.MaxCPUs:
 		return "", 0, usageErr("--host-cpus %d: give the simulated host's CPUs, 1 to %d", cpus, sim.MaxCPUs)
 	}
-	if c.Flags().Changed("event-cpu") && f.eventCPU <= 0 {
-		return "", 0, usageErr("--event-cpu %v: give the CPU time of one event, such as 250us, or leave it out to measure it", f.eventCPU)
+	if c.Flags().Changed("event-cpu") && f.costs.Event <= 0 {
+		return "", 0, usageErr("--event-cpu %v: give the CPU time of one event, such as 250us, or leave it out to measure it", f.costs.Event)
 	}
-	if c.Flags().Changed("start-cpu") && f.startCPU <= 0 {
-		return "", 0, usageErr("--start-cpu %v: give the CPU time of the workload process's start, such as 1ms, or leave it out to measure it", f.startCPU)
+	if c.Flags().Changed("start-cpu") && f.costs.Start <= 0 {
+		return "", 0, usageErr("--start-cpu %v: give the CPU time of the workload process's start, such as 1ms, or leave it out to measure it", f.costs.Start)
 	}
-	if c.Flags().Changed("wake-cpu") && f.wakeCPU <= 0 {
-		return "", 0, usageErr("--wake-cpu %v: give the CPU time of a thread's wake-up, such as 25us, or leave it out to measure it", f.wakeCPU)
+	if c.Flags().Changed("wake-cpu") && f.costs.Wake <= 0 {
+		return "", 0, usageErr("--wake-cpu %v: give the CPU time of a thread's wake-up, such as 25us, or leave it out to measure it", f.costs.Wake)
 	}
-	if c.Flags().Changed("wake-cpu-long") && f.wakeLong <= 0 {
-		return "", 0, usageErr("--wake-cpu-long %v: give the CPU time of a thread's wake-up from a sleep of 1s or more, such as 70us, or leave it out to measure it", f.wakeLong)
+	if c.Flags().Changed("wake-cpu-long") && f.costs.WakeLong <= 0 {
+		return "", 0, usageErr("--wake-cpu-long %v: give the CPU time of a thread's wake-up from a sleep of 1s or more, such as 70us, or leave it out to measure it", f.costs.WakeLong)
 	}
 	if c.Flags().Changed("kernel") {
 		era, err := sim.ParseEra(f.kernel)

@@ -105,7 +105,7 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 					return err
 				}
 				env.CPUs = cpus
-				env.Sim = &suite.SimEnv{Era: era, Seed: sf.seed, EventCPU: sf.eventCPU, StartCPU: sf.startCPU, WakeCPU: sf.wakeCPU, WakeLongCPU: sf.wakeLong, Measure: compare}
+				env.Sim = &suite.SimEnv{Era: era, Seed: sf.seed, Costs: sf.costs, Measure: compare}
 			}
 			batch, err := suite.NewBatch(suites, env, lab.Config{Parent: parent, Stdout: os.Stderr, Stderr: os.Stderr})
 			if err != nil {

@@ -39,10 +39,10 @@ import (
 //
 // A sleep of d ends d + SleepLate later (a thread's clock_nanosleep is
 // an hrtimer of the timer slack, and the wake-up), and costs the thread
-// the CPU time of a wake-up when it wakes (Setup.WakeCPU after a short
-// sleep, Setup.WakeLongCPU after a long one: Costs.WakeAfter; none by
+// the CPU time of a wake-up when it wakes (Setup.Costs: Wake after a
+// short sleep, WakeLong after a long one, Costs.WakeAfter; none by
 // default); the
-// process's start costs the first thread Setup.StartCPU
+// process's start costs the first thread Setup.Costs.Start
 // (DefaultStartCPU) before the workload's clock starts. A simulation
 // compared with the lab's runs on this host takes both as measured there
 // (suite.MeasureCosts, Plan.WithCosts). Nothing else of the engine's own
@@ -65,14 +65,12 @@ type Setup struct {
 	Era      Era
 	CPUs     int // the simulated host's
 	Seed     uint64
-	// EventCPU is the CPU time of one event of the parallel workload; 0:
-	// measured on this host (workload.EventCPU), once per --max-prime.
-	EventCPU time.Duration
-	// StartCPU is the CPU time of the workload's process's start and
-	// exit (0: DefaultStartCPU); WakeCPU that of a thread's wake-up from
-	// each sleep (0: none), and WakeLongCPU from a sleep of LongSleep or
-	// more (0: WakeCPU; Costs.WakeAfter).
-	StartCPU, WakeCPU, WakeLongCPU time.Duration
+	// Costs are what the workload's threads cost beside their steps:
+	// Event, one event of the parallel workload (0: measured on this
+	// host, workload.EventCPU, once per --max-prime); Start, the process's
+	// start and exit (0: DefaultStartCPU); Wake and WakeLong, a thread's
+	// wake-up from a sleep (0: none; Costs.WakeAfter).
+	Costs Costs
 	// Phase is when the group's period timer first fires after the run
 	// starts (Config.Phase; 0: drawn from Seed), and TickOffset where the
 	// scheduler's ticks fall (Config.TickOffset). A group's period
@@ -132,11 +130,10 @@ func Prepare(s Setup) (*Plan, error) {
 	if s.CPUs < 1 || s.CPUs > MaxCPUs {
 		return ue(fmt.Errorf("a simulated host has 1 to %d CPUs, not %d", MaxCPUs, s.CPUs))
 	}
-	if s.EventCPU < 0 {
-		return ue(fmt.Errorf("the event's CPU time must be positive, not %v", s.EventCPU))
-	}
-	if s.StartCPU < 0 || s.WakeCPU < 0 || s.WakeLongCPU < 0 {
-		return ue(fmt.Errorf("the process's start and wake-up CPU times must be positive, not %v, %v and %v", s.StartCPU, s.WakeCPU, s.WakeLongCPU))
+	if c := s.Costs; c.Event < 0 {
+		return ue(fmt.Errorf("the event's CPU time must be positive, not %v", c.Event))
+	} else if c.Start < 0 || c.Wake < 0 || c.WakeLong < 0 {
+		return ue(fmt.Errorf("the process's start and wake-up CPU times must be positive, not %v, %v and %v", c.Start, c.Wake, c.WakeLong))
 	}
 	if err := s.Limits.Validate(); err != nil {
 		return ue(err)
@@ -209,7 +206,7 @@ func (p *Plan) Spec() trace.Spec { return p.spec }
 // wake-up costs are the Setup's, or the defaults).
 func (p *Plan) Run() (*trace.Trace, error) {
 	s := p.setup
-	c := Costs{Start: s.StartCPU, Wake: s.WakeCPU, WakeLong: s.WakeLongCPU, Event: s.EventCPU}
+	c := s.Costs
 	if pp := p.spec.Params; pp != nil && pp.Parallel != nil && c.Event == 0 {
 		var err error
 		if c.Event, err = calibrated(pp.Parallel.MaxPrime); err != nil {
@@ -319,7 +316,8 @@ func (c Costs) WakeAfter(d time.Duration) time.Duration {
 // given them; the event's is the Setup's.
 func (p *Plan) WithCosts(c Costs) *Plan {
 	q := *p
-	q.setup.StartCPU, q.setup.WakeCPU, q.setup.WakeLongCPU = c.Start, c.Wake, c.WakeLong
+	c.Event = q.setup.Costs.Event
+	q.setup.Costs = c
 	return &q
 }
 
@@ -349,7 +347,7 @@ func (p *Plan) WithClockOf(measured *trace.Trace) *Plan {
 		}
 		return &q
 	}
-	start := cmp.Or(p.setup.StartCPU, DefaultStartCPU)
+	start := cmp.Or(p.setup.Costs.Start, DefaultStartCPU)
 	q.setup.Phase = positiveMod(time.Duration(measured.Periods[0].EndNs)+start, period)
 	if measured.StartedMonoNs > 0 {
 		q.setup.TickOffset = floorMod(start-time.Duration(measured.StartedMonoNs), DefaultTick)

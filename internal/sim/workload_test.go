@@ -257,7 +257,7 @@ func TestPrepareErrors(t *testing.T) {
 		{"no workload", func(s *Setup) { s.Workload = "" }, "no workload"},
 		{"unknown workload", func(s *Setup) { s.Workload = "nosuch" }, `unknown workload "nosuch": use one of`},
 		{"workload flags", func(s *Setup) { s.Args = []string{"--burn", "x"} }, "--burn"},
-		{"negative event", func(s *Setup) { s.EventCPU = -1 }, "positive"},
+		{"negative event", func(s *Setup) { s.Costs.Event = -1 }, "positive"},
 		{"phase beyond the period", func(s *Setup) { s.Phase = 101 * ms }, "from 0 to the period (100ms), not 101ms"},
 		{"tick offset beyond the tick", func(s *Setup) { s.TickOffset = 4 * ms }, "below the tick (4ms), not 4ms"},
 	} {
@@ -294,7 +294,7 @@ func TestPrepareErrors(t *testing.T) {
 // cuts is not throttled.
 func TestWithClockOf(t *testing.T) {
 	setup := Setup{Workload: "bursty", Args: []string{"--on", "50ms", "--off", "50ms", "--duration", "1s"}, Era: Era6_18, CPUs: 2,
-		Limits: cgroup.Limits{Quota: 50 * ms, Period: 100 * ms}, StartCPU: ms, Seed: 3}
+		Limits: cgroup.Limits{Quota: 50 * ms, Period: 100 * ms}, Costs: Costs{Start: ms}, Seed: 3}
 	plan, err := Prepare(setup)
 	if err != nil {
 		t.Fatal(err)
@@ -381,7 +381,7 @@ func TestWithClockOf(t *testing.T) {
 // the other thread waits about 4 ms.
 func TestWakeups(t *testing.T) {
 	setup := Setup{Workload: "parallel", Args: []string{"--threads", "2", "--duration", "1s", "--pin=false"}, Era: Era6_18, CPUs: 1,
-		Limits: cgroup.Limits{Period: 100 * ms}, EventCPU: 200 * time.Microsecond, Seed: 5}
+		Limits: cgroup.Limits{Period: 100 * ms}, Costs: Costs{Event: 200 * time.Microsecond}, Seed: 5}
 	waits := func(s Setup) (short, tick int, tr *trace.Trace) {
 		t.Helper()
 		p, err := Prepare(s)
@@ -453,7 +453,7 @@ func TestWakeAfter(t *testing.T) {
 		wake       time.Duration
 	}{{"1s", 5, 80 * us}, {"1ms", 101, 20 * us}} {
 		p, err := Prepare(Setup{Workload: "periodic", Args: []string{"--burn-cpu", "1ms", "--sleep", w.sleep, "--iterations", fmt.Sprint(w.iterations)},
-			Era: Era6_18, CPUs: 2, Limits: cgroup.Limits{Period: 100 * ms}, StartCPU: ms, WakeCPU: c.Wake, WakeLongCPU: c.WakeLong})
+			Era: Era6_18, CPUs: 2, Limits: cgroup.Limits{Period: 100 * ms}, Costs: Costs{Start: ms, Wake: c.Wake, WakeLong: c.WakeLong}})
 		if err != nil {
 			t.Fatal(err)
 		}

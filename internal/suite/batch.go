@@ -168,14 +168,14 @@ func (r *Result) write(w io.Writer, asJSON bool, dir string) error {
 // the environment gives them.
 func (b *Batch) measureCosts(ctx context.Context) error {
 	e := b.env.Sim
-	if e == nil || !e.Measure || e.StartCPU > 0 && e.WakeCPU > 0 && e.WakeLongCPU > 0 {
+	if e == nil || !e.Measure || e.Costs.Start > 0 && e.Costs.Wake > 0 && e.Costs.WakeLong > 0 {
 		return nil
 	}
 	c, err := MeasureCosts(ctx, b.base)
 	if err != nil {
 		return err
 	}
-	c = sim.Costs{Start: cmp.Or(e.StartCPU, c.Start), Wake: cmp.Or(e.WakeCPU, c.Wake), WakeLong: cmp.Or(e.WakeLongCPU, c.WakeLong)}
+	c = sim.Costs{Start: cmp.Or(e.Costs.Start, c.Start), Wake: cmp.Or(e.Costs.Wake, c.Wake), WakeLong: cmp.Or(e.Costs.WakeLong, c.WakeLong)}
 	for _, steps := range b.steps {
 		for _, st := range steps {
 			if st.Sim != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
@@ -177,7 +178,7 @@ func TestBatchSimulate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := Env{CPUs: 8, Quick: true, Sim: &SimEnv{Era: "5.14", Seed: 3, EventCPU: 250 * time.Microsecond}}
+	env := Env{CPUs: 8, Quick: true, Sim: &SimEnv{Era: "5.14", Seed: 3, Costs: sim.Costs{Event: 250 * time.Microsecond}}}
 	b, err := NewBatch([]*Suite{s}, env, lab.Config{Parent: "cfsprobe-never-made", FS: hostfs.New("/no/such/root")})
 	if err != nil {
 		t.Fatal(err)

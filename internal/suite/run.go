@@ -37,14 +37,12 @@ type SimEnv struct {
 	// Seed is the model's for a scenario's first repetition; the n-th
 	// runs with Seed+n-1.
 	Seed uint64
-	// EventCPU is the parallel workload's event's CPU time (0: measured
-	// on this host).
-	EventCPU time.Duration
-	// StartCPU, WakeCPU and WakeLongCPU are the workload process's start
-	// and a thread's wake-up from a sleep, a short one and a long one
-	// (sim.Setup; 0: with Measure, what the lab's runs cost on this host,
-	// MeasureCosts, else the model's defaults).
-	StartCPU, WakeCPU, WakeLongCPU time.Duration
+	// Costs are the workload's costs beside its steps (sim.Setup): the
+	// parallel workload's event (0: measured on this host), the process's
+	// start and a thread's wake-up from a short and from a long sleep (0:
+	// with Measure, what the lab's runs cost on this host, MeasureCosts,
+	// else the model's defaults).
+	Costs sim.Costs
 	// Measure runs every scenario on real cgroups too: each step then has
 	// a measured and a simulated run, side by side (Result.Simulated).
 	Measure bool
@@ -199,7 +197,7 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 			if env.Sim != nil {
 				st.Sim, err = sim.Prepare(sim.Setup{
 					Workload: sc.Workload, Args: args, Limits: lim, Era: env.Sim.Era, CPUs: env.CPUs,
-					Seed: env.Sim.Seed + uint64(r-1), EventCPU: env.Sim.EventCPU, StartCPU: env.Sim.StartCPU, WakeCPU: env.Sim.WakeCPU, WakeLongCPU: env.Sim.WakeLongCPU, Version: lab.Version,
+					Seed: env.Sim.Seed + uint64(r-1), Costs: env.Sim.Costs, Version: lab.Version,
 				})
 				if err != nil {
 					return nil, prepareErr(err)
