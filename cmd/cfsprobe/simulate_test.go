@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -145,5 +146,29 @@ func TestSimulateHelpEraExample(t *testing.T) {
 	// the sleeps' lateness moves).
 	if old.Summary.LatencyNs.P99 < 6*fixed.Summary.LatencyNs.P99/5 {
 		t.Errorf("p99 %v on 4.18, %v on 5.4: want 4.18's longer by a fifth at least", time.Duration(old.Summary.LatencyNs.P99), time.Duration(fixed.Summary.LatencyNs.P99))
+	}
+}
+
+// `suite --json` prints the traces alone, for scripts: the suite's
+// heading goes to stderr with the progress.
+func TestSuiteSimulateJSON(t *testing.T) {
+	r := cfsprobe(t, "suite", "--quick", "--simulate", "--json", "threads-vs-quota")
+	if r.code != 0 && r.code != 1 {
+		t.Fatalf("exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	var traces []trace.Trace
+	if err := json.Unmarshal([]byte(r.stdout), &traces); err != nil {
+		t.Fatalf("stdout is not a JSON array of traces: %v\n%.300s", err, r.stdout)
+	}
+	if len(traces) != 3 {
+		t.Errorf("%d traces, want threads-vs-quota's 3", len(traces))
+	}
+	for _, tr := range traces {
+		if tr.Spec.Simulated == nil {
+			t.Errorf("%s: not a simulated trace", tr.Scenario.Name)
+		}
+	}
+	if !strings.Contains(r.stderr, "suite threads-vs-quota (3 runs, quick, simulated") {
+		t.Errorf("the suite's heading is not on stderr:\n%s", r.stderr)
 	}
 }

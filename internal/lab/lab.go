@@ -309,6 +309,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		Started:          started.UTC(),
 		StartedMonoNs:    t0,
 		SampleIntervalNs: int64(p.interval),
+		ReaderClass:      smp.class,
 	}
 	tr.Process = processFacts(cmd, waitErr)
 	if p.wl != nil {

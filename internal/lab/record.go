@@ -104,6 +104,7 @@ func (r *Recording) Run(ctx context.Context) (*trace.Trace, error) {
 		Started:          started.UTC(),
 		StartedMonoNs:    t0,
 		SampleIntervalNs: int64(interval),
+		ReaderClass:      smp.class,
 	}
 	trace.Finish(tr, smp.samples, wallNs, false)
 	if after, err := g.Limits(); err == nil && after != lim {

@@ -29,6 +29,9 @@ type sampler struct {
 	alarm   *alarm.Alarm // while loop runs
 	samples []trace.CounterSample
 	err     error
+	// class is the scheduling class the reader ran in (trace.Trace's
+	// ReaderClass), set at its first reading.
+	class   string
 	done    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -72,8 +75,10 @@ func (s *sampler) sampleNow() {
 // It waits on an alarm (internal/alarm), which wakes one thread of
 // cfsprobe's where a runtime timer woke five or six, each a context
 // switch on a CPU that the measured group's threads may be running on
-// (docs/design.md, "The lab's reader"). An alarm that cannot be made
-// (out of descriptors) is the sampler's error.
+// (docs/design.md, "The lab's reader"); from its first reading on,
+// cfsprobe's threads are in the real-time class (realtime), until loop
+// returns. An alarm that cannot be made (out of descriptors) is the
+// sampler's error.
 func (s *sampler) loop() {
 	defer close(s.stopped)
 	a, err := alarm.New()
@@ -94,6 +99,12 @@ func (s *sampler) loop() {
 	}()
 	next := time.Now()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed))
+	var restore func() // the reader's threads back in their class
+	defer func() {
+		if restore != nil {
+			restore()
+		}
+	}()
 	for {
 		next = next.Add(s.interval/2 + time.Duration(rng.Int64N(int64(s.interval))))
 		d := time.Until(next)
@@ -119,6 +130,18 @@ func (s *sampler) loop() {
 		case <-s.done:
 			return
 		default:
+		}
+		if restore == nil {
+			// At the first reading: by then the runtime has the threads
+			// it waits on (realtime).
+			var rerr error
+			restore, rerr = realtime()
+			s.mu.Lock()
+			s.class = trace.ReaderRealtime
+			if rerr != nil {
+				s.class = trace.ReaderFair
+			}
+			s.mu.Unlock()
 		}
 		s.sampleNow()
 	}

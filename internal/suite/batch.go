@@ -105,7 +105,14 @@ func (b *Batch) Run(ctx context.Context, opt BatchOptions) (*BatchResult, error)
 		how += fmt.Sprintf(", %s on kernel era %s with %d CPUs", what, e.Era, b.env.CPUs)
 	}
 	for i, s := range b.Suites {
-		fmt.Fprintf(opt.Out, "suite %s (%d runs%s): %s\n", s.Suite, len(b.steps[i]), how, s.Source)
+		// With JSON, Out holds the traces alone: the heading goes with
+		// the progress.
+		if head := opt.Out; !opt.JSON || opt.Progress != nil {
+			if opt.JSON {
+				head = opt.Progress
+			}
+			fmt.Fprintf(head, "suite %s (%d runs%s): %s\n", s.Suite, len(b.steps[i]), how, s.Source)
+		}
 		dir := opt.OutDir
 		if dir != "" && len(b.Suites) > 1 {
 			dir = opt.OutDir + "/" + s.Suite

@@ -138,15 +138,19 @@ func TestBatchRun(t *testing.T) {
 	if b.Title() != "cfsprobe suite one" {
 		t.Errorf("title %q", b.Title())
 	}
+	// Out holds the traces alone, the heading goes with the progress.
 	out.Reset()
-	res, err = b.Run(context.Background(), BatchOptions{Out: &out, JSON: true})
+	prog.Reset()
+	res, err = b.Run(context.Background(), BatchOptions{Out: &out, JSON: true, Progress: &prog})
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, body, _ := strings.Cut(out.String(), "\n")
 	var traces []*trace.Trace
-	if head != "suite one (1 runs, quick): a test" || json.Unmarshal([]byte(body), &traces) != nil || len(traces) != 1 || traces[0].Scenario.Verdict != "pass" || res.Failed {
+	if json.Unmarshal(out.Bytes(), &traces) != nil || len(traces) != 1 || traces[0].Scenario.Verdict != "pass" || res.Failed {
 		t.Errorf("JSON output (failed %v):\n%s", res.Failed, out.String())
+	}
+	if head, _, _ := strings.Cut(prog.String(), "\n"); head != "suite one (1 runs, quick): a test" {
+		t.Errorf("progress with JSON:\n%s", prog.String())
 	}
 
 	// Interrupted before the first run: the first suite says so, the

@@ -37,6 +37,11 @@ type Trace struct {
 	StartedMonoNs int64 `json:"started_mono_ns,omitempty"`
 	// SampleIntervalNs is how often the counters were read.
 	SampleIntervalNs int64 `json:"sample_interval_ns"`
+	// ReaderClass is the scheduling class of the threads that read the
+	// counters: ReaderRealtime or ReaderFair; empty when not said (a
+	// simulated trace, a run shorter than one reading, a trace written
+	// before the field).
+	ReaderClass string `json:"reader_class,omitempty"`
 	// Periods is the per-period timeline.
 	Periods []Period `json:"periods"`
 	// Latency holds per-operation latencies (nil for external commands).
@@ -54,6 +59,16 @@ type Trace struct {
 	// Scenario is set when the run was part of a suite.
 	Scenario *Scenario `json:"scenario,omitempty"`
 }
+
+// The reader's scheduling classes (Trace.ReaderClass). In the real-time
+// class (SCHED_FIFO) a wake-up of the reader preempts the group's thread
+// on its CPU at once; in the fair class it may wait beside it until the
+// next tick, where the load balancer may count it and move one of the
+// group's threads to another CPU (docs/design.md, "The lab's reader").
+const (
+	ReaderRealtime = "realtime"
+	ReaderFair     = "fair"
+)
 
 // Scenario places a run in a suite and says how it fared against the
 // scenario's expectations.

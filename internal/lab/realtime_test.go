@@ -1,0 +1,102 @@
+package lab
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
+)
+
+// stillGroup is a group whose counters never move.
+type stillGroup struct{}
+
+func (stillGroup) Stat() (cgroup.Stat, error) { return cgroup.Stat{NrPeriods: 1}, nil }
+
+// policyOf reads a thread's scheduling policy (0 SCHED_OTHER, 1
+// SCHED_FIFO) from its stat file: the 41st field, the 39th after the
+// command's closing parenthesis.
+func policyOf(t *testing.T, statPath string) int {
+	t.Helper()
+	b, err := os.ReadFile(statPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	p, err := strconv.Atoi(f[38])
+	if err != nil {
+		t.Fatalf("%s: policy %q: %v", statPath, f[38], err)
+	}
+	return p
+}
+
+func processPolicies(t *testing.T) map[int]int {
+	t.Helper()
+	tids, err := threads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]int{}
+	for _, tid := range tids {
+		if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); err == nil {
+			got[tid] = policyOf(t, "/proc/self/task/"+strconv.Itoa(tid)+"/stat")
+		}
+	}
+	return got
+}
+
+// From its first reading until it stops, the reader's process is in
+// the real-time class; a process started meanwhile is not, and every
+// thread is back in the fair class afterwards.
+func TestReaderRealtime(t *testing.T) {
+	for tid, p := range processPolicies(t) {
+		if p != 0 {
+			t.Fatalf("thread %d is in policy %d before the reader starts", tid, p)
+		}
+	}
+	smp := newSampler(stillGroup{}, workload.ClockMono(), 5*time.Millisecond)
+	go smp.loop()
+	var class string
+	for deadline := time.Now().Add(5 * time.Second); class == "" && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		smp.mu.Lock()
+		class = smp.class
+		smp.mu.Unlock()
+	}
+	if class != trace.ReaderRealtime {
+		smp.stop()
+		if class == trace.ReaderFair && !testenv.Required() && os.Geteuid() != 0 {
+			t.Skip("not privileged: the reader stays in the fair class")
+		}
+		t.Fatalf("reader class %q, want %q", class, trace.ReaderRealtime)
+	}
+	fifo := 0
+	for _, p := range processPolicies(t) {
+		if p == 1 {
+			fifo++
+		}
+	}
+	out, err := exec.Command("cat", "/proc/self/stat").Output()
+	smp.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fifo == 0 {
+		t.Error("no thread of the process was in SCHED_FIFO while the reader ran")
+	}
+	s := string(out)
+	if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); f[38] != "0" {
+		t.Errorf("a process started while the reader ran has policy %s, want 0 (SCHED_RESET_ON_FORK)", f[38])
+	}
+	for tid, p := range processPolicies(t) {
+		if p != 0 {
+			t.Errorf("thread %d is in policy %d after the reader stopped", tid, p)
+		}
+	}
+}
