@@ -10,6 +10,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // The runs MeasureCosts times: periodic, one thread, burns of costBurn
@@ -29,19 +30,23 @@ const (
 // the burn, is the process's start (its exec, its mappings, its thread,
 // its exit, and the lab's way of starting it in the group); what a run
 // with 100 sleeps of 1 ms more used, less its burns, per sleep is a
-// wake-up, and what one with 5 sleeps of 1 s more used, per sleep, a
-// wake-up from a long sleep (sim.Costs.WakeAfter: caches gone cold), at
-// least the short one's (below it, the start's cost varied more than the
-// sleeps added: in the qemu guest the start's moves by a millisecond or
-// two from run to run, and 3 sleeps of 1 s once gave less than nothing).
+// wake-up; and in a run with 5 sleeps of 1 s, what the process used in
+// the periods where it woke (but the first and the last, its start and
+// its exit: wakeUsage), less the burn, is a wake-up from a long sleep
+// (sim.Costs.WakeAfter: caches gone cold), at least the short one's.
 // Each is run three times and the median taken (the long sleeps take
-// 15 s). A
+// 15 s; the median of their 12 wake-ups). A long sleep's wake-up is not
+// taken from the difference of two runs' usage, as the short one's is:
+// in the qemu guest the start's cost moves by a millisecond or two from
+// run to run, which over 5 sleeps made a wake-up 52 to 1,011 µs (200 to
+// 400 µs measured after 100 ms of sleep). A
 // simulation compared with the lab's runs charges them
 // (sim.Plan.WithCosts): a start costs 0.6 to 1.4 ms on this 2-CPU VM, a
 // wake-up 15 to 35 µs after 1 ms of sleep and 60 to 200 µs after 1 s, and
 // under emulation (the qemu guest) 5 to 6 ms, 50 to 130 µs and 450 to
 // 650 µs.
 func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
+	var wakes []time.Duration // of the runs of long sleeps
 	run := func(sleep time.Duration, iterations int) (time.Duration, error) {
 		var used []time.Duration
 		for range costRounds {
@@ -59,6 +64,9 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 				return 0, err
 			}
 			used = append(used, time.Duration(tr.Summary.UsageNs)-time.Duration(iterations)*costBurn)
+			if sleep == sim.LongSleep {
+				wakes = append(wakes, wakeUsage(tr)...)
+			}
 		}
 		slices.Sort(used)
 		return used[len(used)/2], nil
@@ -76,5 +84,33 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: %w", err)
 	}
 	wake := max((more-one)/costWakes, time.Nanosecond)
-	return sim.Costs{Start: max(one, time.Microsecond), Wake: wake, WakeLong: max((long-one)/costLongWakes, wake)}, nil
+	wakeLong := (long - one) / costLongWakes
+	if len(wakes) > 0 {
+		slices.Sort(wakes)
+		wakeLong = wakes[len(wakes)/2] - costBurn
+	}
+	return sim.Costs{Start: max(one, time.Microsecond), Wake: wake, WakeLong: max(wakeLong, wake)}, nil
+}
+
+// wakeUsage is what each wake-up from a long sleep used in a run of
+// them (one burn between sleeps of sim.LongSleep, many periods apart):
+// the usage of the timeline's periods where the process ran, periods
+// next to each other taken together (a wake-up across a boundary), but
+// for the first (the process's start) and the last (its exit).
+func wakeUsage(tr *trace.Trace) []time.Duration {
+	var bursts []time.Duration
+	ran := false // the period before ran
+	for _, p := range tr.Periods {
+		switch {
+		case p.UsageNs > 0 && ran:
+			bursts[len(bursts)-1] += time.Duration(p.UsageNs)
+		case p.UsageNs > 0:
+			bursts = append(bursts, time.Duration(p.UsageNs))
+		}
+		ran = p.UsageNs > 0
+	}
+	if len(bursts) < 3 {
+		return nil
+	}
+	return bursts[1 : len(bursts)-1]
 }
