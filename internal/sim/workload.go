@@ -295,9 +295,9 @@ const (
 // WakeAfter is the CPU time of a wake-up after a sleep of d. A thread
 // that slept long finds its caches and TLB cold (under emulation, the
 // emulator's translations of its code too): measured on 2026-11-28, a
-// wake-up of the engine's periodic workload cost 16 to 23 µs after 1 ms
-// of sleep on this host and 64 to 200 µs after 1 s; in the qemu guest 50
-// to 64 µs, 200 to 400 µs after 100 ms and 440 to 660 µs after 1 s.
+// wake-up of the engine's periodic workload cost 16 to 31 µs after 1 ms
+// of sleep on this host and 47 to 58 µs after 1 s; in the qemu guest 50
+// to 86 µs and 204 to 287 µs (suite.MeasureCosts).
 // Between ShortSleep and LongSleep the cost is interpolated on a log
 // scale of the sleep, as those figures lie.
 func (c Costs) WakeAfter(d time.Duration) time.Duration {

@@ -41,10 +41,10 @@ const (
 // run to run, which over 5 sleeps made a wake-up 52 to 1,011 µs (200 to
 // 400 µs measured after 100 ms of sleep). A
 // simulation compared with the lab's runs charges them
-// (sim.Plan.WithCosts): a start costs 0.6 to 1.4 ms on this 2-CPU VM, a
-// wake-up 15 to 35 µs after 1 ms of sleep and 60 to 200 µs after 1 s, and
-// under emulation (the qemu guest) 5 to 6 ms, 50 to 130 µs and 450 to
-// 650 µs.
+// (sim.Plan.WithCosts): a start costs 0.5 to 1.4 ms on this 2-CPU VM, a
+// wake-up 15 to 35 µs after 1 ms of sleep and 47 to 58 µs after 1 s, and
+// under emulation (the qemu guest) 5 to 7 ms, 50 to 130 µs and 204 to
+// 287 µs.
 func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 	var wakes []time.Duration // of the runs of long sleeps
 	run := func(sleep time.Duration, iterations int) (time.Duration, error) {

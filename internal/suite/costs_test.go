@@ -36,8 +36,8 @@ func TestMeasureCosts(t *testing.T) {
 	if c.Start < 5*c.Wake {
 		t.Errorf("start %v, wake-up %v: want the start far longer", c.Start, c.Wake)
 	}
-	// A thread that slept a second wakes to cold caches: three to eight
-	// times the short sleep's cost on this host, ten under emulation.
+	// A thread that slept a second wakes to cold caches: two to four
+	// times the short sleep's cost on this host and under emulation.
 	if c.WakeLong <= c.Wake || c.WakeLong > 5*time.Millisecond {
 		t.Errorf("wake-up after %v of sleep %v, after %v %v: want more after the long sleep, and at most 5ms", sim.ShortSleep, c.Wake, sim.LongSleep, c.WakeLong)
 	}
