@@ -424,10 +424,9 @@ func (e *engine) armWakeup() {
 func (e *engine) otherWakeup() {
 	if e.running == len(e.cpus) {
 		ci := int32(e.wakeRng.IntN(len(e.cpus)))
-		e.recheck(ci)
+		e.recheck(ci) // charges the thread up to now
 		if c := &e.cpus[ci]; c.cur >= 0 {
 			e.progress(ci)
-			e.charge(ci)
 			c.runStart += int64(wakeupRun)
 			c.lastCharge += int64(wakeupRun)
 			e.armCompletion(ci)
