@@ -48,3 +48,17 @@ func TestSimulatedHost(t *testing.T) {
 		t.Errorf("a measured and a simulated run: the rows do not tell them apart:\n%s", b.String())
 	}
 }
+
+// A run whose reader could not be made real-time says so, and what it
+// may have done; one in the real-time class says nothing of it.
+func TestSummaryReaderClass(t *testing.T) {
+	for class, want := range map[string]bool{trace.ReaderFair: true, trace.ReaderRealtime: false, "": false} {
+		tr := loadFiles(t, filepath.Join(runsDir, "parallel-cpus1.json"))[0].Trace
+		tr.ReaderClass = class
+		var sum bytes.Buffer
+		Summary(&sum, tr)
+		if got := strings.Contains(sum.String(), "reader     in the fair class, not SCHED_FIFO"); got != want {
+			t.Errorf("class %q: the summary says the reader's class: %v, want %v\n%s", class, got, want, sum.String())
+		}
+	}
+}
