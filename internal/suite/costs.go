@@ -38,8 +38,8 @@ const (
 // 15 s; the median of their 12 wake-ups). A long sleep's wake-up is not
 // taken from the difference of two runs' usage, as the short one's is:
 // in the qemu guest the start's cost moves by a millisecond or two from
-// run to run, which over 5 sleeps made a wake-up 52 to 1,011 µs (200 to
-// 400 µs measured after 100 ms of sleep). A
+// run to run, which over 5 sleeps made a wake-up 52 to 1,011 µs from
+// suite to suite. A
 // simulation compared with the lab's runs charges them
 // (sim.Plan.WithCosts): a start costs 0.5 to 1.4 ms on this 2-CPU VM, a
 // wake-up 15 to 35 µs after 1 ms of sleep and 47 to 58 µs after 1 s, and
