@@ -78,8 +78,15 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 			a.t.Errorf("%s/%s: %v", a.suite, name, err)
 		}
 		if m.ReaderClass != trace.ReaderRealtime {
-			// The model's reader preempts at once (docs/design.md, "The lab's reader").
-			a.t.Errorf("%s/%s: the lab's reader ran in the %q class, want %q", a.suite, name, m.ReaderClass, trace.ReaderRealtime)
+			// The model's reader preempts at once (docs/design.md, "The
+			// lab's reader"); CI's machine lets it (root, in the root
+			// cgroup), a developer's session may not.
+			msg := fmt.Sprintf("%s/%s: the lab's reader ran in the %q class, want %q", a.suite, name, m.ReaderClass, trace.ReaderRealtime)
+			if testenv.Required() {
+				a.t.Error(msg)
+			} else {
+				a.t.Log(msg)
+			}
 		}
 		figs := judgedFigures(a.t, a.suite+"/"+name, suite.Agree(m, s))
 		if m.Summary.OthersBusyCPUs == nil || m.Summary.Disturbed() {

@@ -37,7 +37,7 @@ func Summary(w io.Writer, t *trace.Trace) {
 		fmt.Fprintf(w, "others     %.2f CPUs of other work on the CPUs the run could use%s\n", *o, note)
 	}
 	if t.ReaderClass == trace.ReaderFair {
-		fmt.Fprintln(w, "reader     in the fair class, not SCHED_FIFO (cfsprobe needs CAP_SYS_NICE for it): its wake-ups may have moved the group's threads between CPUs")
+		fmt.Fprintln(w, "reader     in the fair class, not SCHED_FIFO (refused: it needs CAP_SYS_NICE, and real-time runtime in cfsprobe's cgroup where the kernel has CONFIG_RT_GROUP_SCHED): its wake-ups may have moved the group's threads between CPUs")
 	}
 	if t.Limits.Unlimited() {
 		fmt.Fprintf(w, "periods    none enforced (no quota): %d windows of %s in the timeline\n", len(t.Periods), Dur(t.Limits.PeriodUs*1000))
