@@ -106,13 +106,12 @@ func (b *Batch) Run(ctx context.Context, opt BatchOptions) (*BatchResult, error)
 	}
 	for i, s := range b.Suites {
 		// With JSON, Out holds the traces alone: the heading goes with
-		// the progress.
-		if head := opt.Out; !opt.JSON || opt.Progress != nil {
-			if opt.JSON {
-				head = opt.Progress
-			}
-			fmt.Fprintf(head, "suite %s (%d runs%s): %s\n", s.Suite, len(b.steps[i]), how, s.Source)
+		// the progress, if any.
+		head := opt.Out
+		if opt.JSON {
+			head = cmp.Or[io.Writer](opt.Progress, io.Discard)
 		}
+		fmt.Fprintf(head, "suite %s (%d runs%s): %s\n", s.Suite, len(b.steps[i]), how, s.Source)
 		dir := opt.OutDir
 		if dir != "" && len(b.Suites) > 1 {
 			dir = opt.OutDir + "/" + s.Suite

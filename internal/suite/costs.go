@@ -79,17 +79,15 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 	if err != nil {
 		return sim.Costs{}, fmt.Errorf("measure a wake-up: %w", err)
 	}
-	long, err := run(sim.LongSleep, 1+costLongWakes)
-	if err != nil {
+	if _, err := run(sim.LongSleep, 1+costLongWakes); err != nil { // its wake-ups, not its usage
 		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: %w", err)
 	}
-	wake := max((more-one)/costWakes, time.Nanosecond)
-	wakeLong := (long - one) / costLongWakes
-	if len(wakes) > 0 {
-		slices.Sort(wakes)
-		wakeLong = wakes[len(wakes)/2] - costBurn
+	if len(wakes) == 0 {
+		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: the runs of %d sleeps of %v showed no wake-up between the process's start and its exit", costLongWakes, sim.LongSleep)
 	}
-	return sim.Costs{Start: max(one, time.Microsecond), Wake: wake, WakeLong: max(wakeLong, wake)}, nil
+	slices.Sort(wakes)
+	wake := max((more-one)/costWakes, time.Nanosecond)
+	return sim.Costs{Start: max(one, time.Microsecond), Wake: wake, WakeLong: max(wakes[len(wakes)/2]-costBurn, wake)}, nil
 }
 
 // wakeUsage is what each wake-up from a long sleep used in a run of
