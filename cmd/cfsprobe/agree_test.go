@@ -155,17 +155,25 @@ func (a *agreement) judge() {
 // sameBoundaries checks that a simulation has its measured run's period
 // boundaries and ticks against the workload's clock: the simulated run
 // counts from its process's start, the charged start's CPU time before
-// the workload's clock, the measured one from the workload's release,
-// and the kernel's ticks are at multiples of the tick on its monotonic
-// clock.
+// the workload's clock, the measured one from its process's start
+// returning, the workload's clock released_ns after it, and the kernel's
+// ticks are at multiples of the tick on its monotonic clock.
 func sameBoundaries(measured, simulated *trace.Trace) error {
 	if measured.Limits.QuotaUs == nil || len(measured.Periods) == 0 || len(simulated.Periods) == 0 {
 		return nil
 	}
 	sm := simulated.Spec.Simulated
-	at := func(simNs int64) int64 { return simNs - sm.StartCPUNs + measured.StartedMonoNs } // on the kernel's clock
+	if sm.StartCPUNs != measured.Process.StartCPUNs || sm.ExitCPUNs != measured.Process.ExitCPUNs {
+		return fmt.Errorf("the simulated run charged a start of %v and an exit of %v, want the measured run's %v and %v",
+			time.Duration(sm.StartCPUNs), time.Duration(sm.ExitCPUNs), time.Duration(measured.Process.StartCPUNs), time.Duration(measured.Process.ExitCPUNs))
+	}
+	// On the kernel's clock: a simulated time, and a measured one.
+	at := func(simNs int64) int64 {
+		return simNs - sm.StartCPUNs + measured.Process.ReleasedNs + measured.StartedMonoNs
+	}
+	measuredAt := func(ns int64) int64 { return ns + measured.StartedMonoNs }
 	period := measured.Limits.PeriodUs * 1000
-	if off := mod(at(simulated.Periods[0].EndNs)-at(measured.Periods[0].EndNs+sm.StartCPUNs), period); off != 0 {
+	if off := mod(at(simulated.Periods[0].EndNs)-measuredAt(measured.Periods[0].EndNs), period); off != 0 {
 		return fmt.Errorf("the simulated run's periods end %v after the measured run's (modulo the period), want them where the measured run's did", time.Duration(off))
 	}
 	if off := mod(at(sm.TickOffsetNs), sm.TickNs); off != 0 {

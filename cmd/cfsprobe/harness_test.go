@@ -154,6 +154,14 @@ func checkConsistency(t *testing.T, tr *trace.Trace) {
 		if d > 0.02 || d < -0.02 {
 			t.Errorf("usage %.1fms differs from getrusage %.1fms by %.2f%% (limit 2%%)", float64(tr.Summary.UsageNs)/1e6, float64(ru)/1e6, 100*d)
 		}
+		// The workload's start and exit, as it reported them: within what
+		// the group was charged, and its clock started within a second of
+		// the run's.
+		pr := tr.Process
+		if pr.StartCPUNs <= 0 || pr.ExitCPUNs < 0 || pr.StartCPUNs+pr.ExitCPUNs > tr.Summary.UsageNs || pr.ReleasedNs < -int64(time.Second) || pr.ReleasedNs > int64(time.Second) {
+			t.Errorf("process start %v, exit %v, released at %v: want a start, both within the run's usage %v, and a release within a second",
+				time.Duration(pr.StartCPUNs), time.Duration(pr.ExitCPUNs), time.Duration(pr.ReleasedNs), time.Duration(tr.Summary.UsageNs))
+		}
 	}
 	if o := tr.Summary.OthersBusyCPUs; o == nil || *o < 0 || *o > float64(tr.Host.CPUs) {
 		t.Errorf("summary.others_busy_cpus %v: want a measurement from 0 to the host's %d CPUs", o, tr.Host.CPUs)

@@ -49,6 +49,20 @@ func TestLabPeriodicUnderQuota(t *testing.T) {
 	if tr.Summary.Ops != 50 {
 		t.Errorf("ops = %d, want 50", tr.Summary.Ops)
 	}
+	// What the group used is the process's start, its burns and its exit,
+	// and little beside: its thread's creation and 49 wake-ups (some 25 µs
+	// each here, up to 300 µs under emulation).
+	var burns int64
+	for _, s := range tr.Latency.Samples {
+		burns += s.CPUNs
+	}
+	pr := tr.Process
+	if rest := tr.Summary.UsageNs - pr.StartCPUNs - pr.ExitCPUNs - burns; rest < 0 || rest > 20*ms {
+		t.Errorf("used %v: start %v, burns %v, exit %v, and %v beside them: want 0 to 20ms beside them",
+			time.Duration(tr.Summary.UsageNs), time.Duration(pr.StartCPUNs), time.Duration(burns), time.Duration(pr.ExitCPUNs), time.Duration(rest))
+	}
+	t.Logf("start %v (released %v after the run's clock), burns %v, exit %v, the rest %v",
+		time.Duration(pr.StartCPUNs), time.Duration(pr.ReleasedNs), time.Duration(burns), time.Duration(pr.ExitCPUNs), time.Duration(tr.Summary.UsageNs-pr.StartCPUNs-pr.ExitCPUNs-burns))
 	if p99 := tr.Summary.LatencyNs.P99; p99 >= 7*ms {
 		t.Errorf("p99 burn wall time %.2fms, want under 7ms", float64(p99)/1e6)
 	}

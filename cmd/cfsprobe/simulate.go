@@ -29,7 +29,7 @@ type simFlags struct {
 	kernel   string
 	hostCPUs int
 	seed     uint64
-	costs    sim.Costs // --event-cpu, --start-cpu, --wake-cpu, --wake-cpu-long
+	costs    sim.Costs // --event-cpu, --start-cpu, --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-long
 }
 
 func (f *simFlags) add(fl *pflag.FlagSet) {
@@ -37,13 +37,15 @@ func (f *simFlags) add(fl *pflag.FlagSet) {
 	fl.IntVar(&f.hostCPUs, "host-cpus", 0, "CPUs of the simulated host (default: this host's)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the model's randomness: the same seed gives the same trace")
 	fl.DurationVar(&f.costs.Event, "event-cpu", 0, "parallel: CPU time of one event (default: measured on this host)")
-	fl.DurationVar(&f.costs.Start, "start-cpu", 0, "CPU time of the workload process's start and exit (default: 1ms; suite --compare: measured on this host)")
+	fl.DurationVar(&f.costs.Start, "start-cpu", 0, "CPU time of the workload process's start, before its clock starts (default: 1ms; suite --compare: each measured run's)")
+	fl.DurationVar(&f.costs.Exit, "exit-cpu", 0, "CPU time of the workload process's exit, after its last operation (default: none; suite --compare: each measured run's)")
+	fl.DurationVar(&f.costs.Thread, "thread-cpu", 0, "CPU time each of the workload's threads costs beside its operations and sleeps, its making, end and join, burnt after its last operation (default: none; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.Wake, "wake-cpu", 0, "CPU time a thread spends around each sleep (default: none; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.WakeLong, "wake-cpu-long", 0, "CPU time a thread spends around a sleep of 1s or more, interpolated from --wake-cpu's at 1ms on a log scale of the sleep (default: --wake-cpu's; suite --compare: measured on this host)")
 }
 
 // simFlagNames are simFlags' flags.
-var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "start-cpu", "wake-cpu", "wake-cpu-long"}
+var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "start-cpu", "exit-cpu", "thread-cpu", "wake-cpu", "wake-cpu-long"}
 
 func newSimulateCmd() *cobra.Command {
 	f := &simulateFlags{}
@@ -74,11 +76,13 @@ Workloads (cfsprobe simulate WORKLOAD --help for their flags):
 The parallel workload's event costs the CPU time it takes on this host
 (measured in a moment before the simulation) unless --event-cpu gives it.
 What the workload's process costs beside its operations is 1 ms for its
-start (--start-cpu) and nothing around its sleeps (--wake-cpu) unless given:
-a virtual machine's wake-up costs about 25us, and under emulation a start
-costs 5 to 6 ms and a wake-up 70 to 90us (cfsprobe suite --compare measures
-them on this host, as its runs are charged them, for the simulation it
-compares with them).
+start (--start-cpu), nothing for its exit (--exit-cpu), for each thread's
+making and end (--thread-cpu) or around its sleeps (--wake-cpu) unless given: a
+virtual machine's wake-up costs about 25us, and under emulation a start costs
+5 to 6 ms and a wake-up 70 to 90us. cfsprobe suite --compare gives each
+simulation the start and exit its measured run's workload reported, and a
+thread's making and wake-ups as measured on this host, as its runs are
+charged them.
 
 Where the period boundaries fall against the workload is chance on a real
 kernel: a new group's periods end at multiples of the period on the kernel's
@@ -190,6 +194,12 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	}
 	if c.Flags().Changed("start-cpu") && f.costs.Start <= 0 {
 		return "", 0, usageErr("--start-cpu %v: give the CPU time of the workload process's start, such as 1ms, or leave it out to measure it", f.costs.Start)
+	}
+	if f.costs.Exit < 0 {
+		return "", 0, usageErr("--exit-cpu %v: give the CPU time of the workload process's exit, such as 300us, or leave it out for none", f.costs.Exit)
+	}
+	if f.costs.Thread < 0 {
+		return "", 0, usageErr("--thread-cpu %v: give the CPU time one of the workload's threads costs beside its operations, such as 100us, or leave it out for none", f.costs.Thread)
 	}
 	if c.Flags().Changed("wake-cpu") && f.costs.Wake <= 0 {
 		return "", 0, usageErr("--wake-cpu %v: give the CPU time of a thread's wake-up, such as 25us, or leave it out to measure it", f.costs.Wake)

@@ -34,10 +34,11 @@ stops the run in progress (its cgroup is removed) and keeps what finished.
 cgroup (no root needed; --kernel, --host-cpus, --seed as for simulate; {cpus}
 is then the simulated host's), judged by the same expectations. --compare
 measures every scenario and simulates it on this host's model (with what the
-workload's process costs on this host beside its operations, measured first:
-its start and a thread's wake-up, --start-cpu and --wake-cpu of cfsprobe
-simulate --help; and on the measured run's clock: its period boundaries,
---phase of simulate --help, and its scheduler ticks), and prints the two
+workload's process cost beside its operations: its start and exit as the
+measured run's workload reported them, and a thread's wake-up as measured on
+this host first, --start-cpu, --exit-cpu and --wake-cpu of cfsprobe simulate
+--help; and on the measured run's clock: its period boundaries, --phase of
+simulate --help, and its scheduler ticks), and prints the two
 side by side: throttled ratio, CPU used, p99 and p99.9, and whether they
 agree (within 5 points, 5 %, and 20 % or 2ms).
 

@@ -125,7 +125,7 @@ func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, a
 
 	cmd := exec.Command(path, engineArgs...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cgroup.Start(cmd, g); err != nil {
+	if _, err := cgroup.Start(cmd, g); err != nil {
 		smp.stop()
 		cancel()
 		<-done

@@ -264,7 +264,10 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	started := time.Now()
 	// If cfsprobe dies (even by SIGKILL), the workload dies with it;
 	// `cfsprobe cleanup` removes the group directory that is left.
-	if err := tied.StartWith(cmd, func() error { return onPinCPUs(p.pin, func() error { return cgroup.Start(cmd, g) }) }); err != nil {
+	var outside time.Duration // the process's CPU time before it entered the group
+	if err := tied.StartWith(cmd, func() error {
+		return onPinCPUs(p.pin, func() (err error) { outside, err = cgroup.Start(cmd, g); return err })
+	}); err != nil {
 		closeExtra(cmd)
 		return nil, fmt.Errorf("start %s: %w", p.spec.Workload, err)
 	}
@@ -313,7 +316,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	}
 	tr.Process = processFacts(cmd, waitErr)
 	if p.wl != nil {
-		if err := attachResult(tr, result.Bytes(), t0, p.wl); err != nil {
+		if err := attachResult(tr, result.Bytes(), t0, outside, p.wl); err != nil {
 			if tr.Process.ExitCode != 0 || tr.Process.Signal != "" {
 				return nil, fmt.Errorf("workload %s failed (exit %d %s)", p.wl.Name(), tr.Process.ExitCode, tr.Process.Signal)
 			}
@@ -321,6 +324,11 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		}
 	}
 	trace.Finish(tr, smp.samples, wallNs, true)
+	if pr := &tr.Process; pr.StartCPUNs > 0 {
+		// What the group was charged past the workload's end: the group's
+		// usage less the process's own up to then.
+		pr.ExitCPUNs = max(tr.Summary.UsageNs-(pr.SelfCPUNs-int64(outside)), 0)
+	}
 	if busyErr == nil && wallNs > 0 {
 		others := max(float64(busy1-busy0-time.Duration(tr.Summary.UsageNs))/float64(wallNs), 0)
 		tr.Summary.OthersBusyCPUs = &others
@@ -420,7 +428,10 @@ func processFacts(cmd *exec.Cmd, waitErr error) trace.Process {
 	return pr
 }
 
-func attachResult(tr *trace.Trace, b []byte, t0 int64, wl workload.Workload) error {
+// attachResult adds what the built-in workload reported to the trace of
+// its run, which started at t0 (CLOCK_MONOTONIC), its process having used
+// outside of CPU time before it entered the group.
+func attachResult(tr *trace.Trace, b []byte, t0 int64, outside time.Duration, wl workload.Workload) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return errors.New("the workload process ended without reporting its result")
 	}
@@ -429,6 +440,10 @@ func attachResult(tr *trace.Trace, b []byte, t0 int64, wl workload.Workload) err
 		return fmt.Errorf("decode the workload's result: %w", err)
 	}
 	tr.Process.SelfCPUNs = res.SelfCPUNs
+	if res.StartCPUNs > 0 {
+		tr.Process.ReleasedNs = res.StartMono - t0
+		tr.Process.StartCPUNs = max(res.StartCPUNs-int64(outside), 0)
+	}
 	if res.Latency != nil {
 		for i := range res.Latency.Samples {
 			res.Latency.Samples[i].StartNs -= t0

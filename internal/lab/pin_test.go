@@ -40,7 +40,7 @@ func TestOnPinCPUsChildInheritsAffinity(t *testing.T) {
 	var out strings.Builder
 	cmd := exec.Command("grep", "^Cpus_allowed_list:", "/proc/self/status")
 	cmd.Stdout = &out
-	if err := onPinCPUs(&set, func() error { return cgroup.Start(cmd, noGroup{}) }); err != nil {
+	if err := onPinCPUs(&set, func() error { _, err := cgroup.Start(cmd, noGroup{}); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {

@@ -41,12 +41,15 @@ import (
 // an hrtimer of the timer slack, and the wake-up), and costs the thread
 // the CPU time of a wake-up when it wakes (Setup.Costs: Wake after a
 // short sleep, WakeLong after a long one, Costs.WakeAfter; none by
-// default); the
-// process's start costs the first thread Setup.Costs.Start
-// (DefaultStartCPU) before the workload's clock starts. A simulation
-// compared with the lab's runs on this host takes both as measured there
-// (suite.MeasureCosts, Plan.WithCosts). Nothing else of the engine's own
-// time between operations is modelled.
+// default); the process's start costs the first thread
+// Setup.Costs.Start (DefaultStartCPU) before the workload's clock starts,
+// and its exit (Setup.Costs.Exit, none by default) the thread whose
+// program ends last. A simulation compared with the lab's runs on this
+// host takes the wake-ups' as measured there (suite.MeasureCosts,
+// Plan.WithCosts), and the start's and the exit's of the measured run
+// beside it (Plan.WithRunOf). Nothing else of the engine's own time
+// between operations is modelled (its threads' creation: tens of µs).
+//
 // Pinning
 // follows workload.PinLast: with fewer threads than usable CPUs (the
 // group's cpuset, else all the host's) a pinned workload keeps to that
@@ -68,8 +71,9 @@ type Setup struct {
 	// Costs are what the workload's threads cost beside their steps:
 	// Event, one event of the parallel workload (0: measured on this
 	// host, workload.EventCPU, once per --max-prime); Start, the process's
-	// start and exit (0: DefaultStartCPU); Wake and WakeLong, a thread's
-	// wake-up from a sleep (0: none; Costs.WakeAfter).
+	// start (0: DefaultStartCPU); Exit, its exit (0: none); Wake and
+	// WakeLong, a thread's wake-up from a sleep (0: none;
+	// Costs.WakeAfter).
 	Costs Costs
 	// Phase is when the group's period timer first fires after the run
 	// starts (Config.Phase; 0: drawn from Seed), and TickOffset where the
@@ -77,12 +81,12 @@ type Setup struct {
 	// boundaries fall where its period timer was first started, and the
 	// ticks on the kernel's clock: against a run's start both are chance.
 	// A simulation compared with a measured run takes that run's
-	// (Plan.WithClockOf).
+	// (Plan.WithRunOf).
 	Phase, TickOffset time.Duration
 	// Wakeups is how often another task wakes on the group's CPUs
 	// (Config.Wakeups; 0: never). A simulation compared with a lab run
 	// takes the run's sample interval, at which the lab's reader of the
-	// counters woke (Plan.WithClockOf).
+	// counters woke (Plan.WithRunOf).
 	Wakeups time.Duration
 	// Version is cfsprobe's, for the trace.
 	Version string
@@ -132,8 +136,8 @@ func Prepare(s Setup) (*Plan, error) {
 	}
 	if c := s.Costs; c.Event < 0 {
 		return ue(fmt.Errorf("the event's CPU time must be positive, not %v", c.Event))
-	} else if c.Start < 0 || c.Wake < 0 || c.WakeLong < 0 {
-		return ue(fmt.Errorf("the process's start and wake-up CPU times must be positive, not %v, %v and %v", c.Start, c.Wake, c.WakeLong))
+	} else if c.Start < 0 || c.Exit < 0 || c.Thread < 0 || c.Wake < 0 || c.WakeLong < 0 {
+		return ue(fmt.Errorf("the process's start, exit, thread and wake-up CPU times must be positive, not %v, %v, %v, %v and %v", c.Start, c.Exit, c.Thread, c.Wake, c.WakeLong))
 	}
 	if err := s.Limits.Validate(); err != nil {
 		return ue(err)
@@ -235,7 +239,8 @@ func (p *Plan) Run() (*trace.Trace, error) {
 		tr.Spec.Simulated.EventCPUNs = int64(c.Event)
 	}
 	if p.threads == nil {
-		tr.Spec.Simulated.StartCPUNs, tr.Spec.Simulated.WakeCPUNs = int64(c.Start), int64(c.Wake)
+		sm := tr.Spec.Simulated
+		sm.StartCPUNs, sm.ExitCPUNs, sm.ThreadCPUNs, sm.WakeCPUNs = int64(c.Start), int64(c.Exit), int64(c.Thread), int64(c.Wake)
 		if c.WakeLong > 0 {
 			tr.Spec.Simulated.WakeLongCPUNs = int64(c.WakeLong)
 		}
@@ -273,13 +278,23 @@ func calibrated(maxPrime int) (time.Duration, error) {
 const DefaultStartCPU = time.Millisecond
 
 // Costs are the CPU time of what the workload's threads do beside their
-// program's steps: the process's start (and exit), a thread's wake-up
-// from each sleep that slept (WakeAfter), and one event of parallel. A
-// simulation that predicts takes DefaultStartCPU and no wake-up cost, so
-// that the same seed gives the same trace on any host; one compared with
-// the lab's runs takes what they cost on this host (suite.MeasureCosts).
+// program's steps: the process's start (before the workload's clock
+// starts) and exit (after its last operation), the making of each
+// thread, a thread's wake-up from each sleep that slept (WakeAfter), and
+// one event of parallel. A simulation that predicts takes
+// DefaultStartCPU and nothing for the others, so that the same seed
+// gives the same trace on any host; one compared with the lab's runs
+// takes what they cost on this host (suite.MeasureCosts), and one put
+// beside a measured run that run's own start and exit (Plan.WithRunOf).
 type Costs struct {
-	Start, Event time.Duration
+	Start, Exit, Event time.Duration
+	// Thread is what a thread costs beside its program and its
+	// wake-ups: its making, its end and the join (under emulation also
+	// the first translation of its code), burnt by each thread after its
+	// program: its first operation begins soon after the workload's clock
+	// starts (0.1 ms on this host, 0.5 ms in the qemu guest, where this
+	// cost is 1.3 to 2.6 ms).
+	Thread time.Duration
 	// Wake is a wake-up's after a sleep of ShortSleep or less, WakeLong
 	// after one of LongSleep or more (0: Wake).
 	Wake, WakeLong time.Duration
@@ -321,36 +336,42 @@ func (p *Plan) WithCosts(c Costs) *Plan {
 	return &q
 }
 
-// WithClockOf is the plan with its period boundaries, its ticks and the
-// lab's reader where a measured run of the same workload had them
-// against the workload's clock. The measured trace's times count from
-// the workload's release, after its process started (internal/lab), and
-// its ticks are at multiples of the tick on the kernel's monotonic clock
-// (trace.StartedMonoNs); a simulated run's times count from the
-// process's start, the start's CPU time (Costs.Start) before the
-// workload's clock. The lab's reader of the counters woke every sample
-// interval on the CPUs the run shared with it (Setup.Wakeups). Without a
-// limit, or without periods in the measured trace, the boundaries are
-// the plan's; without the run's monotonic start, its ticks are. A plan
-// of the simulator's own workload (replay) is not a lab run's: it is
-// unchanged.
-func (p *Plan) WithClockOf(measured *trace.Trace) *Plan {
+// WithRunOf is the plan as a measured run of the same workload was: its
+// period boundaries, its ticks and the lab's reader where that run had
+// them against the workload's clock, and its process's start and exit
+// costs as that run's were. The measured trace's times count from its
+// process's start returning (internal/lab), its workload's clock from
+// Process.ReleasedNs after that, and its ticks are at multiples of the
+// tick on the kernel's monotonic clock (trace.StartedMonoNs); a
+// simulated run's times count from the process's start, the start's CPU
+// time (Costs.Start) before the workload's clock. The lab's reader of the
+// counters woke every sample interval on the CPUs the run shared with it
+// (Setup.Wakeups). Without a limit, or without periods in the measured
+// trace, the boundaries are the plan's; without the run's monotonic
+// start, its ticks are; without the start and exit its workload
+// reported (an older trace), the costs are the plan's. A plan of the
+// simulator's own workload (replay) is not a lab run's: it is unchanged.
+func (p *Plan) WithRunOf(measured *trace.Trace) *Plan {
 	if measured == nil || p.threads != nil {
 		return p
 	}
 	q := *p
 	q.setup.Wakeups = time.Duration(measured.SampleIntervalNs)
+	if pr := measured.Process; pr.StartCPUNs > 0 {
+		q.setup.Costs.Start, q.setup.Costs.Exit = time.Duration(pr.StartCPUNs), time.Duration(pr.ExitCPUNs)
+	}
 	period := p.setup.Limits.PeriodOrDefault()
 	if p.setup.Limits.Unlimited() || len(measured.Periods) == 0 || time.Duration(measured.Limits.PeriodUs)*time.Microsecond != period {
-		if q.setup.Wakeups == p.setup.Wakeups {
+		if q.setup.Wakeups == p.setup.Wakeups && q.setup.Costs == p.setup.Costs {
 			return p
 		}
 		return &q
 	}
-	start := cmp.Or(p.setup.Costs.Start, DefaultStartCPU)
-	q.setup.Phase = positiveMod(time.Duration(measured.Periods[0].EndNs)+start, period)
+	// Simulated time t is the measured run's t + start - released.
+	shift := cmp.Or(q.setup.Costs.Start, DefaultStartCPU) - time.Duration(measured.Process.ReleasedNs)
+	q.setup.Phase = positiveMod(time.Duration(measured.Periods[0].EndNs)+shift, period)
 	if measured.StartedMonoNs > 0 {
-		q.setup.TickOffset = floorMod(start-time.Duration(measured.StartedMonoNs), DefaultTick)
+		q.setup.TickOffset = floorMod(shift-time.Duration(measured.StartedMonoNs), DefaultTick)
 	}
 	return &q
 }
@@ -403,10 +424,15 @@ func BuiltinThreads(spec trace.Spec, usable []int, c Costs) ([]Thread, error) {
 	}
 	// Each wake-up from a sleep costs its thread; the process starts: the
 	// first thread burns its start, the others begin when it would be
-	// done.
+	// done; each thread burns its own cost after its program, and the
+	// one whose program ends last the process's exit.
+	live := n
 	for i := range behaviours {
 		if c.Wake > 0 || c.WakeLong > 0 {
 			behaviours[i] = &waking{costs: c, then: behaviours[i]}
+		}
+		if c.Thread > 0 || c.Exit > 0 {
+			behaviours[i] = &ending{thread: c.Thread, exit: c.Exit, live: &live, then: behaviours[i]}
 		}
 		if i == 0 {
 			behaviours[i] = &starting{first: Step{Kind: Burn, CPU: c.Start}, then: behaviours[i]}
@@ -442,6 +468,40 @@ func (t *starting) Next(now time.Duration, rng *rand.Rand) Step {
 		return t.first
 	}
 	return t.then.Next(now, rng)
+}
+
+// ending is a thread that burns its own cost (thread) after its
+// program, and the process's exit (exit) when its program is the last to
+// end: the main thread joins the workers, reports and exits. live counts
+// the process's threads whose program has not ended.
+type ending struct {
+	thread, exit time.Duration
+	live         *int
+	then         Behavior
+	tail         []Step // what it burns before it exits, once its program ended
+	ended        bool
+}
+
+func (t *ending) Next(now time.Duration, rng *rand.Rand) Step {
+	if !t.ended {
+		s := t.then.Next(now, rng)
+		if s.Kind != Exit {
+			return s
+		}
+		t.ended = true
+		if t.thread > 0 {
+			t.tail = append(t.tail, Step{Kind: Burn, CPU: t.thread})
+		}
+		if *t.live--; *t.live == 0 && t.exit > 0 {
+			t.tail = append(t.tail, Step{Kind: Burn, CPU: t.exit})
+		}
+	}
+	if len(t.tail) == 0 {
+		return Step{Kind: Exit}
+	}
+	s := t.tail[0]
+	t.tail = t.tail[1:]
+	return s
 }
 
 // waking is a thread that burns a wake-up's CPU time (Costs.WakeAfter)

@@ -286,13 +286,13 @@ func TestPrepareErrors(t *testing.T) {
 	}
 }
 
-// TestWithClockOf: a simulation beside a measured run has the run's
+// TestWithRunOf: a simulation beside a measured run has the run's
 // period boundaries against the workload's clock, and they decide what a
 // burst at the quota costs: bursty's first 50 ms burst under 50 ms per
 // 100 ms, after the process's start, does not fit in a period that ends
 // after it, and is throttled until that period ends; one that a boundary
 // cuts is not throttled.
-func TestWithClockOf(t *testing.T) {
+func TestWithRunOf(t *testing.T) {
 	setup := Setup{Workload: "bursty", Args: []string{"--on", "50ms", "--off", "50ms", "--duration", "1s"}, Era: Era6_18, CPUs: 2,
 		Limits: cgroup.Limits{Quota: 50 * ms, Period: 100 * ms}, Costs: Costs{Start: ms}, Seed: 3}
 	plan, err := Prepare(setup)
@@ -309,7 +309,7 @@ func TestWithClockOf(t *testing.T) {
 	} {
 		measured := &trace.Trace{Limits: trace.LimitsOf(setup.Limits), SampleIntervalNs: int64(10 * ms),
 			Periods: []trace.Period{{StartNs: c.boundary - int64(100*ms), EndNs: c.boundary}}}
-		tr, err := plan.WithClockOf(measured).Run()
+		tr, err := plan.WithRunOf(measured).Run()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -350,7 +350,7 @@ func TestWithClockOf(t *testing.T) {
 			// ticks at multiples of 4 ms on the kernel's clock are at offset
 			// + k × 4 ms of the simulated run, which starts 1 ms earlier
 			StartedMonoNs: int64(1000*DefaultTick + ms - c.offset)}
-		tr, err := tp.WithClockOf(measured).Run()
+		tr, err := tp.WithRunOf(measured).Run()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,8 +370,62 @@ func TestWithClockOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := &trace.Trace{Limits: trace.LimitsOf(cgroup.Limits{Quota: 50 * ms, Period: 50 * ms}), Periods: []trace.Period{{EndNs: int64(20 * ms)}}}
-	if up.WithClockOf(other) != up || plan.WithClockOf(other) != plan || plan.WithClockOf(nil) != plan {
-		t.Error("WithClockOf changed a plan it has nothing to align")
+	if up.WithRunOf(other) != up || plan.WithRunOf(other) != plan || plan.WithRunOf(nil) != plan {
+		t.Error("WithRunOf changed a plan it has nothing to align")
+	}
+
+	// A run whose workload reported its start and exit: the simulation
+	// charges them, and its workload's clock starts where the run's did,
+	// 2 ms after the run's clock.
+	released := &trace.Trace{Limits: trace.LimitsOf(setup.Limits), Periods: []trace.Period{{EndNs: int64(90 * ms)}},
+		Process: trace.Process{ReleasedNs: int64(2 * ms), StartCPUNs: int64(3 * ms), ExitCPUNs: int64(ms)}}
+	tr, err := plan.WithRunOf(released).Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm := tr.Spec.Simulated
+	if sm.StartCPUNs != int64(3*ms) || sm.ExitCPUNs != int64(ms) {
+		t.Errorf("charged a start of %v and an exit of %v, want the run's 3ms and 1ms", time.Duration(sm.StartCPUNs), time.Duration(sm.ExitCPUNs))
+	}
+	if want := int64(91 * ms); sm.PhaseNs != want { // 90 ms after the run's clock, 88 after the release, 91 after the start
+		t.Errorf("phase %v, want %v", time.Duration(sm.PhaseNs), time.Duration(want))
+	}
+	// Ten bursts of 50 ms, at most 50 ms of CPU a period, and the start's
+	// and the exit's.
+	if got, want := time.Duration(tr.Summary.UsageNs), 10*50*ms+4*ms; got < want-5*ms || got > want {
+		t.Errorf("used %v, want at most the bursts' 500ms and the start's and exit's 4ms (the bursts shortened by throttling by less than 5ms)", got)
+	}
+}
+
+// TestExitCost: the process's exit is burned by the thread whose program
+// ends last, after it, and by no other; each thread burns its own cost
+// after its program.
+func TestExitCost(t *testing.T) {
+	spec := specOf(t, "periodic", "--threads", "3", "--burn-cpu", "2ms", "--sleep", "1ms", "--iterations", "2")
+	th, err := BuiltinThreads(spec, []int{0, 1}, Costs{Start: testStart, Exit: 5 * ms, Thread: ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(Config{Era: Era6_18, CPUs: 2, Limits: cgroup.Limits{Period: 100 * ms}, Seed: 1}, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := time.Duration(res.Samples[len(res.Samples)-1].UsageNs), testStart+3*ms+3*2*2*ms+5*ms; got != want {
+		t.Errorf("used %v, want the start, 3 threads' making of 1ms and 2 burns of 2ms, and one exit of 5ms: %v", got, want)
+	}
+	var lastOp int64
+	for _, o := range res.Ops {
+		lastOp = max(lastOp, o.StartNs+o.WallNs)
+	}
+	if res.EndNs-lastOp < int64(6*ms) {
+		t.Errorf("the last operation ended %v before the process, want its thread's 1ms and the exit's 5ms at least", time.Duration(res.EndNs-lastOp))
+	}
+	var firstOp int64 = res.EndNs
+	for _, o := range res.Ops {
+		firstOp = min(firstOp, o.StartNs)
+	}
+	if firstOp != int64(testStart) {
+		t.Errorf("the first operation began at %v, want at the start's end, %v", time.Duration(firstOp), testStart)
 	}
 }
 

@@ -124,8 +124,20 @@ func (r *Result) WriteComparison(w io.Writer) error {
 	s0 := r.Simulated[0]
 	costs := ""
 	if sm := s0.Spec.Simulated; sm != nil && sm.StartCPUNs > 0 {
-		// What the model charged beside the operations (MeasureCosts).
-		costs = fmt.Sprintf("; charging the workload's start %v of CPU and each wake-up %v", time.Duration(sm.StartCPUNs).Round(10*time.Microsecond), time.Duration(sm.WakeCPUNs).Round(100*time.Nanosecond))
+		// What the model charged beside the operations: each run's start
+		// and exit (Step.run), the wake-ups measured (MeasureCosts).
+		lo, hi := sm.StartCPUNs, sm.StartCPUNs
+		for _, t := range r.Simulated {
+			if m := t.Spec.Simulated; m != nil {
+				lo, hi = min(lo, m.StartCPUNs), max(hi, m.StartCPUNs)
+			}
+		}
+		round := func(ns int64) time.Duration { return time.Duration(ns).Round(10 * time.Microsecond) }
+		span := round(lo).String()
+		if round(hi) != round(lo) {
+			span += " to " + round(hi).String()
+		}
+		costs = fmt.Sprintf("; charging each run's start as its workload reported it (%v of CPU) and its exit, and each wake-up %v", span, time.Duration(sm.WakeCPUNs).Round(100*time.Nanosecond))
 		if sm.WakeLongCPUNs > 0 {
 			costs += fmt.Sprintf(" after %v of sleep, %v after %v", sim.ShortSleep, time.Duration(sm.WakeLongCPUNs).Round(100*time.Nanosecond), sim.LongSleep)
 		}

@@ -213,7 +213,7 @@ func (s *Suite) Steps(env Env, base lab.Config) ([]*Step, error) {
 // first trace is the measured one (nil when not measured), the second
 // the simulated one (nil when not simulated). A simulation beside a
 // measured run has its period boundaries and its ticks where the run had
-// them (sim.Plan.WithClockOf): where they fall against the workload is
+// them (sim.Plan.WithRunOf): where they fall against the workload is
 // the kernel clock's chance, not the model's, and a burst that a
 // boundary cuts is throttled differently from one inside a period, and
 // a thread stopped at a tick overruns its runtime by where the tick is.
@@ -227,7 +227,7 @@ func (st *Step) run(ctx context.Context) (measured, simulated *trace.Trace, err 
 		if ctx.Err() != nil {
 			return nil, nil, lab.ErrInterrupted
 		}
-		if simulated, err = st.Sim.WithClockOf(measured).Run(); err != nil {
+		if simulated, err = st.Sim.WithRunOf(measured).Run(); err != nil {
 			return nil, nil, err
 		}
 	}

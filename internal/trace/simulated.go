@@ -50,14 +50,19 @@ type Simulated struct {
 	// the simulation used: given (cfsprobe simulate --event-cpu) or
 	// measured on the host that simulated (absent for other workloads).
 	EventCPUNs int64 `json:"event_cpu_ns,omitempty"`
-	// StartCPUNs and WakeCPUNs are the CPU time of the built-in workload's
-	// process's start and of a thread's wake-up from a sleep that the
-	// simulation charged, WakeLongCPUNs that of a wake-up from a sleep of
-	// a second or more (absent: as WakeCPUNs; between, interpolated on a
-	// log scale of the sleep: sim.Costs.WakeAfter): given (cfsprobe
-	// simulate --start-cpu, --wake-cpu, --wake-cpu-long) or measured on
-	// the host that simulated (absent for replay).
+	// StartCPUNs, ExitCPUNs, ThreadCPUNs and WakeCPUNs are the CPU time
+	// of the built-in workload's process's start (before its clock), of
+	// its exit (after its last operation), of each of its threads beside
+	// its operations (its making and end) and of a thread's wake-up from a sleep that the simulation charged,
+	// WakeLongCPUNs that of a wake-up from a sleep of a second or more
+	// (absent: as WakeCPUNs; between, interpolated on a log scale of the
+	// sleep: sim.Costs.WakeAfter): given (cfsprobe simulate --start-cpu,
+	// --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-long), measured on
+	// the host that simulated, or, beside a measured run (suite
+	// --compare), that run's start and exit (absent for replay).
 	StartCPUNs    int64 `json:"start_cpu_ns,omitempty"`
+	ExitCPUNs     int64 `json:"exit_cpu_ns,omitempty"`
+	ThreadCPUNs   int64 `json:"thread_cpu_ns,omitempty"`
 	WakeCPUNs     int64 `json:"wake_cpu_ns,omitempty"`
 	WakeLongCPUNs int64 `json:"wake_long_cpu_ns,omitempty"`
 }

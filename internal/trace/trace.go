@@ -337,8 +337,21 @@ type Process struct {
 	// children it waited for).
 	RusageNs int64 `json:"rusage_ns"`
 	// SelfCPUNs is the CPU time the built-in workload measured for itself
-	// with getrusage at its end (0 for external commands).
+	// at its end (its process CPU clock, from its fork; 0 for external
+	// commands).
 	SelfCPUNs int64 `json:"self_cpu_ns,omitempty"`
+	// ReleasedNs is when the built-in workload's clock started, on the
+	// run's clock: its process's start done (its threads not yet made);
+	// before 0 when that was done before the process's start returned
+	// to cfsprobe (on cgroup v1, where the lab releases the process
+	// into its group: internal/cgroup.Start).
+	// StartCPUNs is the CPU time the group was charged for the process up
+	// to then, ExitCPUNs what it was charged after the process's last
+	// operation (joining its threads, reporting, exiting). Absent for
+	// external commands.
+	ReleasedNs int64 `json:"released_ns,omitempty"`
+	StartCPUNs int64 `json:"start_cpu_ns,omitempty"`
+	ExitCPUNs  int64 `json:"exit_cpu_ns,omitempty"`
 }
 
 // Summary holds the figures scripts rely on. Counters are the kernel's

@@ -169,7 +169,7 @@ func runNative(w Workload, stdout io.Writer) (*Result, error) {
 	return DecodeResult(out.Bytes(), w)
 }
 
-var engineMagic = []byte("CFSPENG2")
+var engineMagic = []byte("CFSPENG3")
 
 // DecodeResult reads what a workload process wrote on its result
 // descriptor: a Result as JSON (the Go workloads) or the C engine's
@@ -183,15 +183,15 @@ func DecodeResult(b []byte, w Workload) (*Result, error) {
 		return &res, nil
 	}
 	r := bytes.NewReader(b[len(engineMagic):])
-	var head [5]int64
+	var head [6]int64
 	if err := binary.Read(r, binary.LittleEndian, &head); err != nil {
 		return nil, fmt.Errorf("engine result header: %w", err)
 	}
-	start, end, self, threads := head[0], head[1], head[2], head[3]
+	start, end, startCPU, self, threads, dropped := head[0], head[1], head[2], head[3], head[4], head[5] != 0
 	if threads < 1 || threads > 4096 {
 		return nil, fmt.Errorf("engine result: %d threads", threads)
 	}
-	rec := &Recorder{op: w.Op(), throughput: countsThroughput(w), startMono: start}
+	rec := &Recorder{op: w.Op(), throughput: countsThroughput(w), startMono: start, startCPU: startCPU}
 	for th := 0; th < int(threads); th++ {
 		var n int64
 		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
@@ -205,7 +205,7 @@ func DecodeResult(b []byte, w Workload) (*Result, error) {
 			return nil, fmt.Errorf("engine result, thread %d: %w", th, err)
 		}
 		t := rec.Thread(th)
-		t.dropped = head[4] != 0
+		t.dropped = dropped
 		for i := int64(0); i < n; i++ {
 			t.recordMono(recs[3*i], recs[3*i+1], recs[3*i+2])
 		}

@@ -15,12 +15,13 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
-// engineBlob builds what the C engine writes: per thread, records of
-// (start, wall).
-func engineBlob(start, end, self int64, dropped int64, threads [][][3]int64) []byte {
+// engineBlob builds what the C engine writes: the process's CPU time at
+// its clock's start (startCPU) and at its end (self); per thread, records
+// of (start, wall, cpu).
+func engineBlob(start, end, startCPU, self int64, dropped int64, threads [][][3]int64) []byte {
 	var b bytes.Buffer
-	b.WriteString("CFSPENG2")
-	_ = binary.Write(&b, binary.LittleEndian, []int64{start, end, self, int64(len(threads)), dropped})
+	b.WriteString("CFSPENG3")
+	_ = binary.Write(&b, binary.LittleEndian, []int64{start, end, startCPU, self, int64(len(threads)), dropped})
 	for _, recs := range threads {
 		_ = binary.Write(&b, binary.LittleEndian, int64(len(recs)))
 		for _, r := range recs {
@@ -43,7 +44,7 @@ func TestDecodeEngineResult(t *testing.T) {
 	w := parallelWorkload(t, "--threads", "2")
 	const ms = int64(time.Millisecond)
 	start := int64(1_000_000_000)
-	blob := engineBlob(start, start+10*ms, 7*ms, 0, [][][3]int64{
+	blob := engineBlob(start, start+10*ms, 2*ms, 7*ms, 0, [][][3]int64{
 		{{start, 300_000, 0}, {start + ms, 2 * ms, 0}},
 		{{start + 500_000, 200_000, 0}},
 	})
@@ -51,7 +52,7 @@ func TestDecodeEngineResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Workload != "parallel" || res.StartMono != start || res.EndMono != start+10*ms || res.SelfCPUNs != 7*ms {
+	if res.Workload != "parallel" || res.StartMono != start || res.EndMono != start+10*ms || res.StartCPUNs != 2*ms || res.SelfCPUNs != 7*ms {
 		t.Errorf("header: %+v", res)
 	}
 	if res.Latency == nil || len(res.Latency.Samples) != 3 {
@@ -89,13 +90,14 @@ func equal(a, b []int64) bool {
 
 func TestDecodeEngineResultErrors(t *testing.T) {
 	w := parallelWorkload(t)
-	good := engineBlob(1, 2, 3, 0, [][][3]int64{{{1, 1, 1}}})
+	good := engineBlob(1, 2, 3, 4, 0, [][][3]int64{{{1, 1, 1}}})
 	for name, b := range map[string][]byte{
-		"no header":    []byte("CFSPENG2"),
+		"no header":    []byte("CFSPENG3"),
+		"old format":   append([]byte("CFSPENG2"), good[8:]...),
 		"truncated":    good[:len(good)-4],
 		"extra bytes":  append(append([]byte{}, good...), 0),
-		"zero threads": engineBlob(1, 2, 3, 0, nil),
-		"huge count":   append(engineBlob(1, 2, 3, 0, [][][3]int64{{}})[:8+40], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
+		"zero threads": engineBlob(1, 2, 3, 4, 0, nil),
+		"huge count":   append(engineBlob(1, 2, 3, 4, 0, [][][3]int64{{}})[:8+48], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
 		"not json":     []byte("{"),
 	} {
 		if _, err := DecodeResult(b, w); err == nil {
@@ -112,7 +114,7 @@ func TestDecodeResultJSON(t *testing.T) {
 }
 
 func FuzzDecodeResult(f *testing.F) {
-	f.Add(engineBlob(1, 2, 3, 0, [][][3]int64{{{1, 1, 0}, {2, 5, 1}}, {}}))
+	f.Add(engineBlob(1, 2, 3, 4, 0, [][][3]int64{{{1, 1, 0}, {2, 5, 1}}, {}}))
 	f.Add([]byte(`{"workload":"x"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		w := &parallel{trace.ParallelParams{Threads: 1, Duration: time.Second, MaxPrime: 10}}

@@ -177,8 +177,12 @@ type Result struct {
 	// Throughput buckets start at ThroughputStartMono.
 	Throughput          *trace.Throughput `json:"throughput,omitempty"`
 	ThroughputStartMono int64             `json:"throughput_start_mono,omitempty"`
-	// SelfCPUNs is getrusage(RUSAGE_SELF) user+system at the end.
-	SelfCPUNs int64 `json:"self_cpu_ns"`
+	// StartCPUNs and SelfCPUNs are the process's CPU time
+	// (CLOCK_PROCESS_CPUTIME_ID, since its fork) at StartMono and at
+	// EndMono: what its start cost before the workload's clock started,
+	// and what it had used by the end of its last operation.
+	StartCPUNs int64 `json:"start_cpu_ns,omitempty"`
+	SelfCPUNs  int64 `json:"self_cpu_ns"`
 }
 
 // Recorder collects operation timings from any number of threads. Each
@@ -187,6 +191,7 @@ type Recorder struct {
 	op         string
 	throughput bool
 	startMono  int64
+	startCPU   int64 // the process's CPU time at startMono
 	anchorWall time.Time
 	mu         sync.Mutex
 	threads    []*ThreadRecorder
@@ -196,6 +201,7 @@ type Recorder struct {
 // per millisecond for in-period profiles.
 func NewRecorder(op string, throughput bool) *Recorder {
 	r := &Recorder{op: op, throughput: throughput}
+	r.startCPU = int64(ProcessCPU())
 	r.anchorWall = time.Now()
 	r.startMono = ClockMono()
 	return r
@@ -255,7 +261,8 @@ func (t *ThreadRecorder) recordMono(start, wall, cpu int64) {
 
 // Result merges the threads' recordings.
 func (r *Recorder) Result(name string) *Result {
-	return r.result(name, ClockMono(), SelfCPU())
+	end := ClockMono()
+	return r.result(name, end, int64(ProcessCPU()))
 }
 
 func (r *Recorder) result(name string, end, selfCPU int64) *Result {
@@ -279,7 +286,7 @@ func (r *Recorder) result(name string, end, selfCPU int64) *Result {
 		sort.Slice(samples, func(i, j int) bool { return samples[i].StartNs < samples[j].StartNs })
 		lat.Samples = samples
 	}
-	res := &Result{Workload: name, StartMono: r.startMono, EndMono: end, Latency: lat, SelfCPUNs: selfCPU}
+	res := &Result{Workload: name, StartMono: r.startMono, EndMono: end, Latency: lat, StartCPUNs: r.startCPU, SelfCPUNs: selfCPU}
 	if r.throughput {
 		res.Throughput = &trace.Throughput{BucketNs: int64(ThroughputBucket), Counts: counts}
 		res.ThroughputStartMono = r.startMono
@@ -338,15 +345,6 @@ func ProcessCPU() time.Duration {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts)
 	return time.Duration(ts.Nano())
-}
-
-// SelfCPU is getrusage(RUSAGE_SELF) user+system time in ns.
-func SelfCPU() int64 {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // ResultFDEnv names the environment variable that tells a workload

@@ -32,8 +32,13 @@
  * descriptor named by CFSPROBE_RESULT_FD in this format (all integers
  * little-endian int64):
  *
- *   "CFSPENG2" start_mono end_mono self_cpu_ns threads dropped
+ *   "CFSPENG3" start_mono end_mono start_cpu_ns self_cpu_ns threads dropped
  *   then per thread: count, count x (start_mono_ns, wall_ns, cpu_ns)
+ *
+ * start_mono is the workload's clock's start (its release), end_mono its
+ * end (every worker joined); start_cpu_ns and self_cpu_ns are the
+ * process's CPU time (CLOCK_PROCESS_CPUTIME_ID, since its fork) at those
+ * two moments: what its start cost, and what it used up to its end.
  *
  * Exit status: 0 done, 2 bad arguments, 1 anything else.
  */
@@ -48,7 +53,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -361,6 +365,7 @@ int main(int argc, char **argv)
 		ws[i].recs = m;
 		ws[i].cap = cap;
 	}
+	int64_t start_cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	int64_t start = mono();
 	run_start = start;
 	deadline = start + duration;
@@ -379,16 +384,12 @@ int main(int argc, char **argv)
 		dropped |= ws[i].dropped;
 	}
 	int64_t end = mono();
+	int64_t self = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	sink = primes;
-	struct rusage ru;
-	int64_t self = 0;
-	if (getrusage(RUSAGE_SELF, &ru) == 0)
-		self = ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
-		       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
 	if (fd < 0)
 		return 0;
-	int64_t head[5] = {start, end, self, threads, dropped};
-	if (write_all(fd, "CFSPENG2", 8) || write_all(fd, head, sizeof head))
+	int64_t head[6] = {start, end, start_cpu, self, threads, dropped};
+	if (write_all(fd, "CFSPENG3", 8) || write_all(fd, head, sizeof head))
 		goto fail;
 	for (int64_t i = 0; i < threads; i++)
 		if (write_all(fd, &ws[i].n, sizeof ws[i].n) ||
