@@ -29,7 +29,7 @@ type simFlags struct {
 	kernel   string
 	hostCPUs int
 	seed     uint64
-	costs    sim.Costs // --event-cpu, --start-cpu, --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-long
+	costs    sim.Costs // --event-cpu, --start-cpu, --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-long, --sleep-late
 }
 
 func (f *simFlags) add(fl *pflag.FlagSet) {
@@ -41,11 +41,12 @@ func (f *simFlags) add(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.costs.Exit, "exit-cpu", 0, "CPU time of the workload process's exit, after its last operation (default: none; suite --compare: each measured run's)")
 	fl.DurationVar(&f.costs.Thread, "thread-cpu", 0, "CPU time each of the workload's threads costs beside its operations and sleeps, its making, end and join, burnt after its last operation (default: none; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.Wake, "wake-cpu", 0, "CPU time a thread spends around each sleep (default: none; suite --compare: measured on this host)")
+	fl.DurationVar(&f.costs.SleepLate, "sleep-late", 0, "how late a sleep ends: the timer's slack and the wake-up (default: "+sim.DefaultSleepLate.String()+"; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.WakeLong, "wake-cpu-long", 0, "CPU time a thread spends around a sleep of 1s or more, interpolated from --wake-cpu's at 1ms on a log scale of the sleep (default: --wake-cpu's; suite --compare: measured on this host)")
 }
 
 // simFlagNames are simFlags' flags.
-var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "start-cpu", "exit-cpu", "thread-cpu", "wake-cpu", "wake-cpu-long"}
+var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "start-cpu", "exit-cpu", "thread-cpu", "wake-cpu", "wake-cpu-long", "sleep-late"}
 
 func newSimulateCmd() *cobra.Command {
 	f := &simulateFlags{}
@@ -197,6 +198,9 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	}
 	if f.costs.Exit < 0 {
 		return "", 0, usageErr("--exit-cpu %v: give the CPU time of the workload process's exit, such as 300us, or leave it out for none", f.costs.Exit)
+	}
+	if c.Flags().Changed("sleep-late") && f.costs.SleepLate <= 0 {
+		return "", 0, usageErr("--sleep-late %v: give how late a sleep ends, such as 130us, or leave it out for the default", f.costs.SleepLate)
 	}
 	if f.costs.Thread < 0 {
 		return "", 0, usageErr("--thread-cpu %v: give the CPU time one of the workload's threads costs beside its operations, such as 100us, or leave it out for none", f.costs.Thread)

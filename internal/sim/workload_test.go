@@ -68,7 +68,7 @@ func threadsOf(t *testing.T, spec trace.Spec, usable []int, event time.Duration)
 	return th
 }
 
-// periodic: a burn (one operation), a sleep (ending SleepLate late),
+// periodic: a burn (one operation), a sleep (ending DefaultSleepLate late),
 // ..., the last burn without a sleep after it; wall-time burns
 // spin to their end, CPU-time burns ask for CPU time.
 func TestPeriodicSteps(t *testing.T) {
@@ -80,7 +80,7 @@ func TestPeriodicSteps(t *testing.T) {
 		return Step{Kind: Spin, Until: until, OpStart: true, OpEnd: true, ChargedAtEnd: true}
 	}
 	sleep := func(until time.Duration) Step { return Step{Kind: Sleep, Until: until} }
-	const sl, st = SleepLate, testStart
+	const sl, st = DefaultSleepLate, testStart
 	want := []Step{spin(st + 5*ms), sleep(st + 105*ms + sl), spin(st + 110*ms + sl), sleep(st + 210*ms + 2*sl), spin(st + 215*ms + 2*sl), {Kind: Exit}}
 	if got := steps(t, th, 1); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
@@ -108,7 +108,7 @@ func TestBurstySteps(t *testing.T) {
 		now += 30 * ms
 		off := min(50*ms+draw(), max(end-now, 0))
 		if off > 0 {
-			off += SleepLate
+			off += DefaultSleepLate
 		}
 		now += off
 		want = append(want, Step{Kind: Sleep, Until: now})
@@ -142,7 +142,7 @@ func TestBurstyEverySteps(t *testing.T) {
 			now += on
 			off := min(max(testStart+time.Duration(k)*100*ms-now, 0), max(end-now, 0))
 			if off > 0 {
-				off += SleepLate
+				off += DefaultSleepLate
 			}
 			now += off
 			want = append(want, Step{Kind: Sleep, Until: now})
@@ -168,7 +168,7 @@ func TestWakeSteps(t *testing.T) {
 	}
 	burn := Step{Kind: Burn, CPU: 3 * ms, OpStart: true, OpEnd: true, Polls: true}
 	woke := Step{Kind: Burn, CPU: wake}
-	want := []Step{burn, {Kind: Sleep, Until: testStart + 13*ms + SleepLate}, woke, burn, {Kind: Exit}}
+	want := []Step{burn, {Kind: Sleep, Until: testStart + 13*ms + DefaultSleepLate}, woke, burn, {Kind: Exit}}
 	if got := steps(t, th, 0); !reflect.DeepEqual(got, want) {
 		t.Errorf("steps\n%+v\nwant\n%+v", got, want)
 	}

@@ -141,6 +141,9 @@ func (r *Result) WriteComparison(w io.Writer) error {
 		if sm.WakeLongCPUNs > 0 {
 			costs += fmt.Sprintf(" after %v of sleep, %v after %v", sim.ShortSleep, time.Duration(sm.WakeLongCPUNs).Round(100*time.Nanosecond), sim.LongSleep)
 		}
+		if sm.SleepLateNs > 0 {
+			costs += fmt.Sprintf(", each sleep ending %v late", time.Duration(sm.SleepLateNs).Round(time.Microsecond))
+		}
 	}
 	// Each simulation has its measured run's period boundaries (Step.run).
 	reader := ""

@@ -13,13 +13,16 @@ import (
 )
 
 // The runs MeasureCosts times: periodic, one thread, burns of costBurn
-// of CPU time and sleeps of sim.ShortSleep (none, or costWakes of them)
-// or sim.LongSleep (costLongWakes), costRounds times each.
+// of CPU time and sleeps of sim.ShortSleep (none, or costWakes of them),
+// sim.LongSleep (costLongWakes) or costLateSleep (costLates),
+// costRounds times each.
 const (
 	costBurn      = 10 * time.Microsecond
 	costWakes     = 100 // short sleeps in the run of short sleeps
 	costLongWakes = 5   // long sleeps in the run of long sleeps
-	costRounds    = 3   // runs of each; the median is taken
+	costLateSleep = 50 * time.Millisecond
+	costLates     = 40 // sleeps of costLateSleep in the run that times them
+	costRounds    = 3  // runs of each; the median is taken
 )
 
 // MeasureCosts measures what a thread of the built-in workloads costs
@@ -32,11 +35,18 @@ const (
 // burn and no sleep gives the thread's own; what a run of 100 sleeps of 1 ms used so beyond it, per sleep,
 // is a wake-up; what a run of 5 sleeps of 1 s did, a wake-up from a long
 // sleep (sim.Costs.WakeAfter: caches gone cold), at least the short
-// one's. Each is run three times and the median taken (the long sleeps
-// take 15 s). A simulation compared with the lab's runs charges them
+// one's. How late a sleep ends (sim.Costs.SleepLate) is the median time
+// between one burn's end and the next's start in a run of 40 sleeps of
+// 50 ms, less the sleep and its wake-up: the suites' workloads sleep 50
+// ms and more, and a sleep of 1 ms ends earlier (on this host 85 µs after
+// it, the wake-up's CPU time included, where one of 50 ms ends 145 to
+// 160 µs after it: a CPU idle that long goes into a deeper idle state;
+// the 15 sleeps of 1 s, 110 to 170 µs, are too few to say). Each is run three times and
+// the median taken (the long sleeps take 15 s). A simulation compared with the lab's runs charges them
 // (sim.Plan.WithCosts), and each run's own start and exit
 // (sim.Plan.WithRunOf).
 func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
+	var gaps []time.Duration // between one burn's end and the next's start, in the runs of costLateSleep
 	run := func(sleep time.Duration, iterations int) (time.Duration, error) {
 		var rest []time.Duration
 		for range costRounds {
@@ -58,6 +68,12 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 				return 0, fmt.Errorf("the workload did not report its process's CPU time at its start (%s)", tr.Spec.Workload)
 			}
 			rest = append(rest, time.Duration(tr.Summary.UsageNs-pr.StartCPUNs-pr.ExitCPUNs)-time.Duration(iterations)*costBurn)
+			if sleep == costLateSleep && tr.Latency != nil {
+				ops := tr.Latency.Samples // one thread's, in order
+				for i := 1; i < len(ops); i++ {
+					gaps = append(gaps, time.Duration(ops[i].StartNs-ops[i-1].StartNs-ops[i-1].WallNs))
+				}
+			}
 		}
 		slices.Sort(rest)
 		return rest[len(rest)/2], nil
@@ -74,6 +90,16 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 	if err != nil {
 		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: %w", err)
 	}
-	wake := max((short-none)/costWakes, time.Nanosecond)
-	return sim.Costs{Thread: max(none, 0), Wake: wake, WakeLong: max((long-none)/costLongWakes, wake)}, nil
+	if _, err := run(costLateSleep, 1+costLates); err != nil {
+		return sim.Costs{}, fmt.Errorf("measure a sleep's lateness: %w", err)
+	}
+	if len(gaps) < costLates {
+		return sim.Costs{}, fmt.Errorf("measure a sleep's lateness: %d of the %d sleeps of %v were timed", len(gaps), costRounds*costLates, costLateSleep)
+	}
+	slices.Sort(gaps)
+	c := sim.Costs{Thread: max(none, 0), Wake: max((short-none)/costWakes, time.Nanosecond)}
+	c.WakeLong = max((long-none)/costLongWakes, c.Wake)
+	// A gap is the sleep, its lateness and the wake-up's CPU time.
+	c.SleepLate = max(gaps[len(gaps)/2]-costLateSleep-c.WakeAfter(costLateSleep), time.Nanosecond)
+	return c, nil
 }

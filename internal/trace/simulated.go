@@ -60,9 +60,13 @@ type Simulated struct {
 	// --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-long), measured on
 	// the host that simulated, or, beside a measured run (suite
 	// --compare), that run's start and exit (absent for replay).
-	StartCPUNs    int64 `json:"start_cpu_ns,omitempty"`
-	ExitCPUNs     int64 `json:"exit_cpu_ns,omitempty"`
-	ThreadCPUNs   int64 `json:"thread_cpu_ns,omitempty"`
+	StartCPUNs  int64 `json:"start_cpu_ns,omitempty"`
+	ExitCPUNs   int64 `json:"exit_cpu_ns,omitempty"`
+	ThreadCPUNs int64 `json:"thread_cpu_ns,omitempty"`
+	// SleepLateNs is how late each sleep of a built-in workload ended
+	// (cfsprobe simulate --sleep-late, its default, or as measured on
+	// this host by suite --compare).
+	SleepLateNs   int64 `json:"sleep_late_ns,omitempty"`
 	WakeCPUNs     int64 `json:"wake_cpu_ns,omitempty"`
 	WakeLongCPUNs int64 `json:"wake_long_cpu_ns,omitempty"`
 }
