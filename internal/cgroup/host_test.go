@@ -2,10 +2,13 @@ package cgroup
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 )
@@ -123,5 +126,32 @@ func TestBusyTime(t *testing.T) {
 	}
 	if _, err := BusyTime(fs, nil); err == nil {
 		t.Error("a field that is not a number: want an error")
+	}
+}
+
+// ProcessCPU reads another process's CPU clock as the process itself
+// reads its own; a process that does not exist is an error.
+func TestProcessCPU(t *testing.T) {
+	own := func() time.Duration {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ts.Nano())
+	}
+	before := own()
+	got, err := ProcessCPU(os.Getpid())
+	after := own()
+	if err != nil || got < before || got > after {
+		t.Errorf("ProcessCPU(self) = %v, %v; want between %v and %v", got, err, before, after)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{gone.Process.Pid, 0, -1, 1 << 30} {
+		if _, err := ProcessCPU(pid); err == nil {
+			t.Errorf("ProcessCPU(%d), a process that does not exist: no error", pid)
+		}
 	}
 }

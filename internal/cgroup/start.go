@@ -102,6 +102,9 @@ func startTraced(cmd *exec.Cmd, g Group) (time.Duration, error) {
 // which any process may read): the CPU time of all its threads since its
 // fork, to the nanosecond.
 func ProcessCPU(pid int) (time.Duration, error) {
+	if pid <= 0 || pid >= 1<<28 {
+		return 0, fmt.Errorf("read the CPU clock of process %d: not a process ID", pid)
+	}
 	// The clock of another process: MAKE_PROCESS_CPUCLOCK(pid,
 	// CPUCLOCK_SCHED) in the kernel's posix-timers.h.
 	id := int32(^pid<<3 | 2)

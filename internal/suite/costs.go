@@ -26,24 +26,26 @@ const (
 )
 
 // MeasureCosts measures what a thread of the built-in workloads costs
-// its group on this host beside its operations, as the lab runs it (base
-// gives the parent group and the machine; a group of its own without a
-// limit each time). What a run used beside its operations is its group's
-// usage less its burns and less its process's start and exit, as the
-// workload reported them (trace.Process): its thread's own (its making,
-// its end and the join: sim.Costs.Thread) and its wake-ups. A run of one
-// burn and no sleep gives the thread's own; what a run of 100 sleeps of 1 ms used so beyond it, per sleep,
-// is a wake-up; what a run of 5 sleeps of 1 s did, a wake-up from a long
-// sleep (sim.Costs.WakeAfter: caches gone cold), at least the short
-// one's. How late a sleep ends (sim.Costs.SleepLate) is the median time
-// between one burn's end and the next's start in a run of 40 sleeps of
-// 50 ms, less the sleep and its wake-up: the suites' workloads sleep 50
-// ms and more, and a sleep of 1 ms ends earlier (on this host 85 µs after
-// it, the wake-up's CPU time included, where one of 50 ms ends 145 to
-// 160 µs after it: a CPU idle that long goes into a deeper idle state;
-// the 15 sleeps of 1 s, 110 to 170 µs, are too few to say). Each is run three times and
-// the median taken (the long sleeps take 15 s). A simulation compared with the lab's runs charges them
-// (sim.Plan.WithCosts), and each run's own start and exit
+// its group on this host beside its operations, and how late its sleeps
+// end, as the lab runs it (base gives the parent group and the machine;
+// a group of its own without a limit each time). What a run used beside
+// its operations is its group's usage less its burns and less its
+// process's start and exit, as the workload reported them
+// (trace.Process): its thread's own cost (its making, its end and the
+// join: sim.Costs.Thread) and its wake-ups. A run of one burn and no
+// sleep gives the thread's own; what a run of 100 sleeps of 1 ms used so
+// beyond it, per sleep, is a wake-up; what a run of 5 sleeps of 1 s did,
+// a wake-up from a long sleep (sim.Costs.WakeAfter: caches gone cold), at
+// least the short one's. How late a sleep ends (sim.Costs.SleepLate) is
+// the median time between one burn's end and the next's start in a run
+// of 40 sleeps of 50 ms, less the sleep and its wake-up: the suites'
+// workloads sleep 50 ms and more, and a sleep of 1 ms ends earlier (on
+// this host 85 µs after it, the wake-up's CPU time included, where one of
+// 50 ms ends 145 to 160 µs after it: a CPU idle that long goes into a
+// deeper idle state; the 15 sleeps of 1 s, 110 to 170 µs, are too few to
+// say). Each run is made three times and the median taken (the long
+// sleeps take 15 s). A simulation compared with the lab's runs charges
+// them (sim.Plan.WithCosts), and each run's own start and exit
 // (sim.Plan.WithRunOf).
 func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 	var gaps []time.Duration // between one burn's end and the next's start, in the runs of costLateSleep
