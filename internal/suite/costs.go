@@ -10,6 +10,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // The runs MeasureCosts times: periodic, one thread, burns of costBurn
@@ -34,9 +35,13 @@ const (
 // (trace.Process): its thread's own cost (its making, its end and the
 // join: sim.Costs.Thread) and its wake-ups. A run of one burn and no
 // sleep gives the thread's own; what a run of 100 sleeps of 1 ms used so
-// beyond it, per sleep, is a wake-up; what a run of 5 sleeps of 1 s did,
-// a wake-up from a long sleep (sim.Costs.WakeAfter: caches gone cold), at
-// least the short one's. How late a sleep ends (sim.Costs.SleepLate) is
+// beyond it, per sleep, is a wake-up. In a run of 5 sleeps of 1 s, what
+// the process used in the periods where it woke (but the first and the
+// last, its start and its exit: wakeUsage), less the burn, is a wake-up
+// from a long sleep (sim.Costs.WakeAfter: caches gone cold), at least the
+// short one's: over 5 sleeps, what such a run used beyond the run of
+// none is the thread's own cost's noise (135 to 300 µs from suite to
+// suite here) as much as the wake-ups'. How late a sleep ends (sim.Costs.SleepLate) is
 // the median time between one burn's end and the next's start in a run
 // of 40 sleeps of 50 ms, less the sleep and its wake-up: the suites'
 // workloads sleep 50 ms and more, and a sleep of 1 ms ends earlier (on
@@ -48,7 +53,8 @@ const (
 // them (sim.Plan.WithCosts), and each run's own start and exit
 // (sim.Plan.WithRunOf).
 func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
-	var gaps []time.Duration // between one burn's end and the next's start, in the runs of costLateSleep
+	var gaps []time.Duration  // between one burn's end and the next's start, in the runs of costLateSleep
+	var wakes []time.Duration // what each wake-up used, in the runs of long sleeps
 	run := func(sleep time.Duration, iterations int) (time.Duration, error) {
 		var rest []time.Duration
 		for range costRounds {
@@ -70,6 +76,9 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 				return 0, fmt.Errorf("the workload did not report its process's CPU time at its start (%s)", tr.Spec.Workload)
 			}
 			rest = append(rest, time.Duration(tr.Summary.UsageNs-pr.StartCPUNs-pr.ExitCPUNs)-time.Duration(iterations)*costBurn)
+			if sleep == sim.LongSleep {
+				wakes = append(wakes, wakeUsage(tr)...)
+			}
 			if sleep == costLateSleep && tr.Latency != nil {
 				ops := tr.Latency.Samples // one thread's, in order
 				for i := 1; i < len(ops); i++ {
@@ -88,10 +97,13 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 	if err != nil {
 		return sim.Costs{}, fmt.Errorf("measure a wake-up: %w", err)
 	}
-	long, err := run(sim.LongSleep, 1+costLongWakes)
-	if err != nil {
+	if _, err := run(sim.LongSleep, 1+costLongWakes); err != nil { // its wake-ups, not its usage
 		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: %w", err)
 	}
+	if len(wakes) == 0 {
+		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: the runs of %d sleeps of %v showed no wake-up between the process's start and its exit", costLongWakes, sim.LongSleep)
+	}
+	slices.Sort(wakes)
 	if _, err := run(costLateSleep, 1+costLates); err != nil {
 		return sim.Costs{}, fmt.Errorf("measure a sleep's lateness: %w", err)
 	}
@@ -100,8 +112,31 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 	}
 	slices.Sort(gaps)
 	c := sim.Costs{Thread: max(none, 0), Wake: max((short-none)/costWakes, time.Nanosecond)}
-	c.WakeLong = max((long-none)/costLongWakes, c.Wake)
+	c.WakeLong = max(wakes[len(wakes)/2]-costBurn, c.Wake)
 	// A gap is the sleep, its lateness and the wake-up's CPU time.
 	c.SleepLate = max(gaps[len(gaps)/2]-costLateSleep-c.WakeAfter(costLateSleep), time.Nanosecond)
 	return c, nil
+}
+
+// wakeUsage is what each wake-up from a long sleep used in a run of
+// them (one burn between sleeps of sim.LongSleep, many periods apart):
+// the usage of the timeline's periods where the process ran, periods
+// next to each other taken together (a wake-up across a boundary), but
+// for the first (the process's start) and the last (its exit).
+func wakeUsage(tr *trace.Trace) []time.Duration {
+	var bursts []time.Duration
+	ran := false // the period before ran
+	for _, p := range tr.Periods {
+		switch {
+		case p.UsageNs > 0 && ran:
+			bursts[len(bursts)-1] += time.Duration(p.UsageNs)
+		case p.UsageNs > 0:
+			bursts = append(bursts, time.Duration(p.UsageNs))
+		}
+		ran = p.UsageNs > 0
+	}
+	if len(bursts) < 3 {
+		return nil
+	}
+	return bursts[1 : len(bursts)-1]
 }

@@ -3,12 +3,14 @@ package suite
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/lab"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
+	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // MeasureCosts on real cgroups: a wake-up, positive and within what
@@ -39,5 +41,43 @@ func TestMeasureCosts(t *testing.T) {
 	// times the short sleep's cost on this host and under emulation.
 	if c.WakeLong <= c.Wake || c.WakeLong > 5*time.Millisecond {
 		t.Errorf("wake-up after %v of sleep %v, after %v %v: want more after the long sleep, and at most 5ms", sim.ShortSleep, c.Wake, sim.LongSleep, c.WakeLong)
+	}
+}
+
+// A wake-up from a long sleep is what the process used where it woke:
+// periods next to each other taken together, the start's and the exit's
+// left out.
+func TestWakeUsage(t *testing.T) {
+	periods := func(usage ...int64) *trace.Trace {
+		tr := &trace.Trace{}
+		for _, u := range usage {
+			tr.Periods = append(tr.Periods, trace.Period{UsageNs: u})
+		}
+		return tr
+	}
+	us := func(v ...int64) []time.Duration {
+		var d []time.Duration
+		for _, x := range v {
+			d = append(d, time.Duration(x)*time.Microsecond)
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		usage []int64 // µs per period
+		want  []time.Duration
+	}{
+		{[]int64{500, 0, 0, 60, 0, 0, 9, 51, 0, 0, 80, 0, 400}, us(60, 60, 80)},
+		{[]int64{500, 0, 60, 0, 400}, us(60)},
+		{[]int64{500, 0, 400}, nil},         // no wake-up between start and exit
+		{[]int64{500, 60, 60, 400}, nil},    // never quiet: one burst
+		{[]int64{0, 500, 0, 70, 0, 0}, nil}, // the exit's period is the wake-up's
+	} {
+		tr := periods(tc.usage...)
+		for i := range tr.Periods {
+			tr.Periods[i].UsageNs *= 1000
+		}
+		if got := wakeUsage(tr); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: %v, want %v", tc.usage, got, tc.want)
+		}
 	}
 }
