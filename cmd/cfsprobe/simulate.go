@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,13 +31,17 @@ type simFlags struct {
 	hostCPUs int
 	seed     uint64
 	costs    sim.Costs // --event-cpu, --start-cpu, --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-long, --sleep-late
+	// eventQuantiles is --event-cpu-quantiles, made costs.EventSpread by model.
+	eventQuantiles []time.Duration
 }
 
 func (f *simFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.kernel, "kernel", "", "kernel era to model: "+sim.EraNames()+" (default: this host's kernel's)")
 	fl.IntVar(&f.hostCPUs, "host-cpus", 0, "CPUs of the simulated host (default: this host's)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the model's randomness: the same seed gives the same trace")
-	fl.DurationVar(&f.costs.Event, "event-cpu", 0, "parallel: CPU time of one event (default: measured on this host)")
+	fl.DurationVar(&f.costs.Event, "event-cpu", 0, "parallel: CPU time of every event (default: measured on this host, with how it spreads)")
+	fl.DurationSliceVar(&f.eventQuantiles, "event-cpu-quantiles", nil, "parallel: an event's CPU time at quantiles "+eventQuantileNames()+fmt.Sprintf(" (`D1,...,D%d`), increasing,", len(sim.EventQuantiles))+" as spec.simulated.event_cpu_quantiles records it; each event's is drawn between them (default: measured on this host)")
+	fl.Lookup("event-cpu-quantiles").DefValue = ""
 	fl.DurationVar(&f.costs.Start, "start-cpu", 0, "CPU time of the workload process's start, before its clock starts (default: 1ms; suite --compare: each measured run's)")
 	fl.DurationVar(&f.costs.Exit, "exit-cpu", 0, "CPU time of the workload process's exit, after its last operation (default: none; suite --compare: each measured run's)")
 	fl.DurationVar(&f.costs.Thread, "thread-cpu", 0, "CPU time each of the workload's threads costs beside its operations and sleeps, its making, end and join, burnt after its last operation (default: none; suite --compare: measured on this host)")
@@ -46,7 +51,7 @@ func (f *simFlags) add(fl *pflag.FlagSet) {
 }
 
 // simFlagNames are simFlags' flags.
-var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "start-cpu", "exit-cpu", "thread-cpu", "wake-cpu", "wake-cpu-long", "sleep-late"}
+var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "event-cpu-quantiles", "start-cpu", "exit-cpu", "thread-cpu", "wake-cpu", "wake-cpu-long", "sleep-late"}
 
 func newSimulateCmd() *cobra.Command {
 	f := &simulateFlags{}
@@ -74,8 +79,11 @@ with --out, render it with --report or cfsprobe report.
 
 Workloads (cfsprobe simulate WORKLOAD --help for their flags):
 ` + workloadTable(sim.Workloads(), sim.Summary) + `
-The parallel workload's event costs the CPU time it takes on this host
-(measured in a moment before the simulation) unless --event-cpu gives it.
+The parallel workload's events cost what they take on this host: timed in a
+moment before the simulation, and each simulated event's time drawn from how
+theirs spread (under emulation, one in a hundred takes half as long again as
+the median), unless --event-cpu gives every event's or --event-cpu-quantiles
+their spread.
 What the workload's process costs beside its operations is 1 ms for its
 start (--start-cpu), nothing for its exit (--exit-cpu), for each thread's
 making and end (--thread-cpu) or around its sleeps (--wake-cpu) unless given: a
@@ -193,6 +201,11 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	if c.Flags().Changed("event-cpu") && f.costs.Event <= 0 {
 		return "", 0, usageErr("--event-cpu %v: give the CPU time of one event, such as 250us, or leave it out to measure it", f.costs.Event)
 	}
+	if c.Flags().Changed("event-cpu-quantiles") {
+		if err := f.eventSpread(c); err != nil {
+			return "", 0, err
+		}
+	}
 	if c.Flags().Changed("start-cpu") && f.costs.Start <= 0 {
 		return "", 0, usageErr("--start-cpu %v: give the CPU time of the workload process's start, such as 1ms, or leave it out to measure it", f.costs.Start)
 	}
@@ -224,6 +237,34 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 		return "", 0, usageErr("this host's kernel (%q) has no era to model (%v): give --kernel ERA", release, err)
 	}
 	return era, cpus, nil
+}
+
+// eventSpread reads --event-cpu-quantiles into costs: the spread, and
+// its mean as every event's mean CPU time.
+func (f *simFlags) eventSpread(c *cobra.Command) error {
+	q := f.eventQuantiles
+	if c.Flags().Changed("event-cpu") {
+		return usageErr("--event-cpu and --event-cpu-quantiles: give one, every event's CPU time or how it spreads")
+	}
+	if len(q) != len(sim.EventQuantiles) {
+		return usageErr("--event-cpu-quantiles: give %d times, an event's CPU time at quantiles %s, not %d", len(sim.EventQuantiles), eventQuantileNames(), len(q))
+	}
+	var s sim.EventSpread
+	copy(s[:], q)
+	if err := s.Check(); err != nil {
+		return usageErr("--event-cpu-quantiles %v: %v", q, err)
+	}
+	f.costs.EventSpread, f.costs.Event = s, s.Mean()
+	return nil
+}
+
+// eventQuantileNames are sim.EventQuantiles in per cent: "0,10,...,100%".
+func eventQuantileNames() string {
+	n := make([]string, len(sim.EventQuantiles))
+	for i, p := range sim.EventQuantiles {
+		n[i] = strconv.FormatFloat(100*p, 'g', -1, 64)
+	}
+	return strings.Join(n, ",") + "%"
 }
 
 // changed is the first of the flags given, or "".

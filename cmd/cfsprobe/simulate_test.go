@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -99,6 +100,21 @@ func TestSimulateThisHost(t *testing.T) {
 	t.Logf("host %s: simulated era %s, %d CPUs, event %v", strings.TrimSpace(string(b)), tr.Host.Kernel, tr.Host.CPUs, time.Duration(tr.Spec.Simulated.EventCPUNs))
 	if tr.Host.CPUs < 1 || tr.Spec.Simulated.Era == "" || tr.Spec.Simulated.EventCPUNs <= 0 || tr.Spec.Simulated.EventCPUNs > int64(10*time.Millisecond) {
 		t.Errorf("host %+v, simulated %+v", tr.Host, tr.Spec.Simulated)
+	}
+	// How the events' time spread is recorded, and given back it
+	// repeats the run: the same events, the same trace.
+	q := tr.Spec.Simulated.EventCPUQuantiles
+	if len(q) != len(sim.EventQuantiles) || q[0].P != 0 || q[len(q)-1].P != 1 || q[0].Ns <= 0 || q[len(q)-1].Ns < q[0].Ns {
+		t.Fatalf("event_cpu_quantiles %+v", q)
+	}
+	given := make([]string, len(q))
+	for i, v := range q {
+		given[i] = time.Duration(v.Ns).String()
+	}
+	again := simulateTrace(t, "--cpus", "0.5", "--event-cpu-quantiles", strings.Join(given, ","), "parallel", "--threads", "2", "--duration", "1s")
+	again.Started = tr.Started
+	if !reflect.DeepEqual(tr, again) {
+		t.Errorf("--event-cpu-quantiles %s: another trace (event %v, then %v)", strings.Join(given, ","), tr.Spec.Simulated.EventCPUNs, again.Spec.Simulated.EventCPUNs)
 	}
 	r := cfsprobeCmd(t, nobodyCmd(t, "simulate", "--cpus", "0.2", "bursty", "--duration", "1s"))
 	if r.code != 0 || !strings.Contains(r.stdout, "host       simulated, kernel era ") {

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
@@ -69,8 +68,9 @@ type Setup struct {
 	CPUs     int // the simulated host's
 	Seed     uint64
 	// Costs are what the workload's threads cost beside their steps:
-	// Event, one event of the parallel workload (0: measured on this
-	// host, workload.EventCPU, once per --max-prime); Start, the process's
+	// Event, one event of the parallel workload, and EventSpread, how
+	// its time spreads (Event 0: both measured on this host,
+	// workload.EventCPU, once per --max-prime); Start, the process's
 	// start (0: DefaultStartCPU); Exit, its exit (0: none); Wake and
 	// WakeLong, a thread's wake-up from a sleep (0: none;
 	// Costs.WakeAfter).
@@ -136,6 +136,10 @@ func Prepare(s Setup) (*Plan, error) {
 	}
 	if c := s.Costs; c.Event < 0 {
 		return ue(fmt.Errorf("the event's CPU time must be positive, not %v", c.Event))
+	} else if err := c.EventSpread.Check(); err != nil {
+		return ue(err)
+	} else if m := c.EventSpread.Mean(); !c.EventSpread.Zero() && c.Event != m {
+		return ue(fmt.Errorf("the event's CPU time (%v) is the mean of its spread (%v)", c.Event, m))
 	} else if c.Start < 0 || c.Exit < 0 || c.Thread < 0 || c.Wake < 0 || c.WakeLong < 0 || c.SleepLate < 0 {
 		return ue(fmt.Errorf("the process's start, exit, thread and wake-up CPU times and a sleep's lateness must be positive, not %v, %v, %v, %v, %v and %v", c.Start, c.Exit, c.Thread, c.Wake, c.WakeLong, c.SleepLate))
 	}
@@ -213,7 +217,7 @@ func (p *Plan) Run() (*trace.Trace, error) {
 	c := s.Costs
 	if pp := p.spec.Params; pp != nil && pp.Parallel != nil && c.Event == 0 {
 		var err error
-		if c.Event, err = calibrated(pp.Parallel.MaxPrime); err != nil {
+		if c.Event, c.EventSpread, err = calibrated(pp.Parallel.MaxPrime); err != nil {
 			return nil, fmt.Errorf("measure the parallel workload's event on this host: %w", err)
 		}
 	}
@@ -237,6 +241,7 @@ func (p *Plan) Run() (*trace.Trace, error) {
 	tr := NewTrace(TraceInfo{Spec: p.spec, Limits: s.Limits, Version: s.Version, Workload: p.wl}, res)
 	if pp := p.spec.Params; pp != nil && pp.Parallel != nil {
 		tr.Spec.Simulated.EventCPUNs = int64(c.Event)
+		tr.Spec.Simulated.EventCPUQuantiles = c.EventSpread.Trace()
 	}
 	if p.threads == nil {
 		sm := tr.Spec.Simulated
@@ -250,22 +255,6 @@ func (p *Plan) Run() (*trace.Trace, error) {
 		p.finish(tr)
 	}
 	return tr, nil
-}
-
-// calibrations holds EventCPU by --max-prime, measured once per process.
-var calibrations sync.Map // int -> *calibration
-
-type calibration struct {
-	once sync.Once
-	d    time.Duration
-	err  error
-}
-
-func calibrated(maxPrime int) (time.Duration, error) {
-	v, _ := calibrations.LoadOrStore(maxPrime, &calibration{})
-	c := v.(*calibration)
-	c.once.Do(func() { c.d, c.err = workload.EventCPU(maxPrime) })
-	return c.d, c.err
 }
 
 // DefaultStartCPU is the CPU time of the workload's process's start when
@@ -289,6 +278,9 @@ const DefaultStartCPU = time.Millisecond
 // beside a measured run that run's own start and exit (Plan.WithRunOf).
 type Costs struct {
 	Start, Exit, Event time.Duration
+	// EventSpread is how the events' time spreads around Event, their
+	// mean (zero: every event costs Event).
+	EventSpread EventSpread
 	// SleepLate is how late a sleep ends (0: DefaultSleepLate): not CPU
 	// time, but what a sleep costs its thread in time.
 	SleepLate time.Duration
@@ -335,7 +327,7 @@ func (c Costs) WakeAfter(d time.Duration) time.Duration {
 // given them; the event's is the Setup's.
 func (p *Plan) WithCosts(c Costs) *Plan {
 	q := *p
-	c.Event = q.setup.Costs.Event
+	c.Event, c.EventSpread = q.setup.Costs.Event, q.setup.Costs.EventSpread
 	q.setup.Costs = c
 	return &q
 }
@@ -423,7 +415,7 @@ func BuiltinThreads(spec trace.Spec, usable []int, c Costs) ([]Thread, error) {
 		}
 		shared := &events{limit: p.Parallel.Events}
 		for i := range behaviours {
-			behaviours[i] = &parallelThread{p: *p.Parallel, end: c.Start + p.Parallel.Duration, event: c.Event, events: shared}
+			behaviours[i] = &parallelThread{p: *p.Parallel, end: c.Start + p.Parallel.Duration, event: c.Event, spread: c.EventSpread, events: shared}
 		}
 	}
 	// Each wake-up from a sleep costs its thread; the process starts: the
@@ -642,10 +634,11 @@ type parallelThread struct {
 	p      trace.ParallelParams
 	end    time.Duration // the end of --duration
 	event  time.Duration
+	spread EventSpread // the events' time (zero: each takes event)
 	events *events
 }
 
-func (t *parallelThread) Next(now time.Duration, _ *rand.Rand) Step {
+func (t *parallelThread) Next(now time.Duration, rng *rand.Rand) Step {
 	if e := t.events; e.limit > 0 {
 		if e.started >= e.limit {
 			return Step{Kind: Exit}
@@ -654,6 +647,9 @@ func (t *parallelThread) Next(now time.Duration, _ *rand.Rand) Step {
 	}
 	if now >= t.end {
 		return Step{Kind: Exit}
+	}
+	if !t.spread.Zero() {
+		return op(Step{Kind: Burn, CPU: t.spread.draw(rng.Float64())})
 	}
 	return op(Step{Kind: Burn, CPU: t.event})
 }

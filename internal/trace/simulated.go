@@ -50,6 +50,12 @@ type Simulated struct {
 	// the simulation used: given (cfsprobe simulate --event-cpu) or
 	// measured on the host that simulated (absent for other workloads).
 	EventCPUNs int64 `json:"event_cpu_ns,omitempty"`
+	// EventCPUQuantiles is how the events' CPU time spread around
+	// EventCPUNs, their mean: an event's time is drawn between these
+	// quantiles, linear between two (cfsprobe simulate
+	// --event-cpu-quantiles, or measured on the host that simulated;
+	// absent: every event took EventCPUNs).
+	EventCPUQuantiles []QuantileNs `json:"event_cpu_quantiles,omitempty"`
 	// StartCPUNs, ExitCPUNs, ThreadCPUNs and WakeCPUNs are the CPU time
 	// of the built-in workload's process's start (before its clock), of
 	// its exit (after its last operation), of each of its threads beside
@@ -69,4 +75,11 @@ type Simulated struct {
 	SleepLateNs   int64 `json:"sleep_late_ns,omitempty"`
 	WakeCPUNs     int64 `json:"wake_cpu_ns,omitempty"`
 	WakeLongCPUNs int64 `json:"wake_long_cpu_ns,omitempty"`
+}
+
+// QuantileNs is a duration at a quantile of its distribution: a fraction
+// P (0 to 1) of the values are at most Ns.
+type QuantileNs struct {
+	P  float64 `json:"p"`
+	Ns int64   `json:"ns"`
 }

@@ -323,20 +323,35 @@ func TestBurstyEvery(t *testing.T) {
 }
 
 // EventCPU times the event the runs use: under a millisecond for
-// sysbench's default size, and growing with it.
+// sysbench's default size, and growing with it; each event's time is
+// timed too, around the mean.
 func TestEventCPU(t *testing.T) {
-	small, err := EventCPU(2000)
+	small, times, err := EventCPU(2000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	big, err := EventCPU(20000)
+	big, _, err := EventCPU(20000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if small <= 0 || big < 3*small || big > 5*time.Millisecond {
 		t.Errorf("event of --max-prime 2000: %v, of 20000: %v", small, big)
 	}
-	if _, err := EventCPU(2); err == nil {
+	if times == nil || times.Count < 100 || times.Count > EventEvents {
+		t.Fatalf("events timed at --max-prime 2000: %+v, want 100 to %d", times, EventEvents)
+	}
+	p, err := times.Percentiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each event's time is its wall time (C engine) or its CPU time (Go):
+	// the median is close to the mean CPU time, and no event is faster
+	// than half of it.
+	t.Logf("--max-prime 2000: mean CPU %v, %d events timed: %+v; 20000: %v", small, times.Count, *p, big)
+	if med := time.Duration(p.P50); med < small/2 || med > 2*small || time.Duration(p.Min) < small/2 {
+		t.Errorf("events of --max-prime 2000: mean CPU %v, times %+v", small, p)
+	}
+	if _, _, err := EventCPU(2); err == nil {
 		t.Error("EventCPU(2) measures an event --max-prime refuses")
 	}
 }
