@@ -33,8 +33,9 @@ import (
 //     of --duration. A burst that starts at or after the end is not done.
 //     One operation per burst.
 //   - parallel: each thread repeats an event, a Burn of the event's CPU
-//     time, until --duration has passed when it would start the next (or
-//     --events are done in all). One operation per event.
+//     time (drawn from Costs.EventSpread, event.go), until --duration has
+//     passed when it would start the next (or --events are done in all).
+//     One operation per event.
 //
 // A sleep of d ends d + Costs.SleepLate later (a thread's clock_nanosleep is
 // an hrtimer of the timer slack, and the wake-up), and costs the thread
