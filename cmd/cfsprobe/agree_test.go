@@ -189,13 +189,10 @@ func emulated() bool { return os.Getenv("CFSPROBE_EMULATED") != "" }
 
 // knownGaps are the figures of scenarios where the measurement on this
 // shared host and the model are known to part, and why (bench/RESULTS.md,
-// sim-validate): each is a statistic that chance decides, one or two
-// operations that other work delays, or a percentile at the edge between
-// two classes of events. The test logs them and judges every other
-// figure.
+// sim-validate, "Where it parts"): a percentile at the edge between two
+// classes of events, which chance puts on either side. The test logs them
+// and judges every other figure.
 var knownGaps = map[string]string{
-	"burst/burst-20ms p99":   "p99 and p99.9 of its 49 bursts are its slowest burst, which one wake-up delayed by other work decides: measured 32 to 85 ms from run to run, simulated 30 ms (no burst throttled)",
-	"burst/burst-20ms p99.9": "the same slowest burst as p99",
 	"threads-vs-quota/threads-4x p99": "p99 falls between classes of events: those that wait a tick (4 ms) for the other thread on their CPU, two ticks (8 ms), and a period's stall (50 ms); the stall's are 0.84 to 0.89 % (a fixed number a period), so p99 is 8.2 ms when the two-tick class brings the tail past 1 % and 5 to 6.7 ms when it does not: " +
 		"with the lab's reader in the real-time class (docs/design.md, \"The lab's reader\") the kernel's two-tick class was 0.13 to 0.40 % of the events in eight runs on 2026-11-28 and the model's 0.13 to 0.30 %, and six of the eight agreed; in the other two one side's tail stayed under 1 % (5.65 / 8.22 ms, 8.11 / 5.61 ms): chance at the class boundary, on either side",
 }
