@@ -195,15 +195,15 @@ func EventCPU(maxPrime int) (time.Duration, *trace.Latency, error) {
 	defer runtime.UnlockOSThread()
 	h := trace.NewHistogram()
 	c0 := ThreadCPU()
-	n, primes := int64(0), 0
-	for last := c0; n < EventEvents && last-c0 < span; n++ {
+	last, n, primes := c0, int64(0), 0
+	for ; n < EventEvents && last-c0 < span; n++ {
 		primes += primeEvent(maxPrime)
 		now := ThreadCPU()
 		_ = h.RecordValue(int64(now - last))
 		last = now
 	}
 	sink += uint64(primes)
-	return (ThreadCPU() - c0) / time.Duration(n), trace.LatencyFromHistogram("event", h), nil
+	return (last - c0) / time.Duration(n), trace.LatencyFromHistogram("event", h), nil
 }
 
 // pinProcess restricts every thread of the process to PinSet(n).
