@@ -79,11 +79,11 @@ with --out, render it with --report or cfsprobe report.
 
 Workloads (cfsprobe simulate WORKLOAD --help for their flags):
 ` + workloadTable(sim.Workloads(), sim.Summary) + `
-The parallel workload's events cost what they take on this host: timed in a
-moment before the simulation, and each simulated event's time drawn from how
-theirs spread (under emulation, one in a hundred takes half as long again as
-the median), unless --event-cpu gives every event's or --event-cpu-quantiles
-their spread.
+The parallel workload's events cost what they take on this host: 2000 of them
+are timed before the simulation (for 3 s at most), and each simulated event's
+time is drawn from how theirs spread (under emulation one in a hundred takes
+half as long again as the median), unless --event-cpu gives every event's or
+--event-cpu-quantiles their spread.
 What the workload's process costs beside its operations is 1 ms for its
 start (--start-cpu), nothing for its exit (--exit-cpu), for each thread's
 making and end (--thread-cpu) or around its sleeps (--wake-cpu) unless given: a
