@@ -239,8 +239,7 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	return era, cpus, nil
 }
 
-// eventSpread reads --event-cpu-quantiles into costs: the spread, and
-// its mean as every event's mean CPU time.
+// eventSpread reads --event-cpu-quantiles into costs.EventSpread.
 func (f *simFlags) eventSpread(c *cobra.Command) error {
 	q := f.eventQuantiles
 	if c.Flags().Changed("event-cpu") {
@@ -254,7 +253,7 @@ func (f *simFlags) eventSpread(c *cobra.Command) error {
 	if err := s.Check(); err != nil {
 		return usageErr("--event-cpu-quantiles %v: %v", q, err)
 	}
-	f.costs.EventSpread, f.costs.Event = s, s.Mean()
+	f.costs.EventSpread = s
 	return nil
 }
 

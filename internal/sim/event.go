@@ -82,9 +82,9 @@ func (s EventSpread) Trace() []trace.QuantileNs {
 	return q
 }
 
-// SpreadOf is the spread of events timed (a histogram of their times)
+// spreadOf is the spread of events timed (a histogram of their times)
 // scaled to a mean of mean: their CPU time.
-func SpreadOf(mean time.Duration, times *trace.Latency) (EventSpread, error) {
+func spreadOf(mean time.Duration, times *trace.Latency) (EventSpread, error) {
 	var s EventSpread
 	h, err := times.Histogram()
 	if err != nil {
@@ -114,24 +114,20 @@ var calibrations sync.Map // int -> *calibration
 
 type calibration struct {
 	once   sync.Once
-	mean   time.Duration
 	spread EventSpread
 	err    error
 }
 
-// calibrated is what one event of --max-prime costs on this host: the
-// spread of its time and its mean, the events' mean CPU time.
-func calibrated(maxPrime int) (time.Duration, EventSpread, error) {
+// calibrated is how the time of one event of --max-prime spreads on
+// this host; its mean is the events' mean CPU time, to a few ns.
+func calibrated(maxPrime int) (EventSpread, error) {
 	v, _ := calibrations.LoadOrStore(maxPrime, &calibration{})
 	c := v.(*calibration)
 	c.once.Do(func() {
-		var times *trace.Latency
-		var mean time.Duration
-		if mean, times, c.err = workload.EventCPU(maxPrime); c.err == nil {
-			// Its mean is the events' mean CPU time, to a few ns.
-			c.spread, c.err = SpreadOf(mean, times)
-			c.mean = c.spread.Mean()
+		mean, times, err := workload.EventCPU(maxPrime)
+		if c.err = err; err == nil {
+			c.spread, c.err = spreadOf(mean, times)
 		}
 	})
-	return c.mean, c.spread, c.err
+	return c.spread, c.err
 }

@@ -26,7 +26,7 @@ func TestSpreadOf(t *testing.T) {
 		_ = h.RecordValue(int64(v))
 	}
 	times := trace.LatencyFromHistogram("event", h)
-	s, err := SpreadOf(3*ms, times)
+	s, err := spreadOf(3*ms, times)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestSpreadOf(t *testing.T) {
 	if err := bad.Check(); err == nil || !strings.Contains(err.Error(), "increasing") {
 		t.Errorf("a decreasing spread: %v", err)
 	}
-	if _, err := SpreadOf(ms, trace.LatencyFromHistogram("event", trace.NewHistogram())); err == nil {
+	if _, err := spreadOf(ms, trace.LatencyFromHistogram("event", trace.NewHistogram())); err == nil {
 		t.Error("a spread of no events")
 	}
 	if (EventSpread{}).Check() != nil || !(EventSpread{}).Zero() || len(s.Trace()) != len(EventQuantiles) || (EventSpread{}).Trace() != nil {

@@ -69,9 +69,9 @@ type Setup struct {
 	CPUs     int // the simulated host's
 	Seed     uint64
 	// Costs are what the workload's threads cost beside their steps:
-	// Event, one event of the parallel workload, and EventSpread, how
-	// its time spreads (Event 0: both measured on this host,
-	// workload.EventCPU, once per --max-prime); Start, the process's
+	// Event, one event of the parallel workload, or EventSpread, how
+	// its time spreads (Event is then its mean; neither: the spread
+	// measured on this host, workload.EventCPU, once per --max-prime); Start, the process's
 	// start (0: DefaultStartCPU); Exit, its exit (0: none); Wake and
 	// WakeLong, a thread's wake-up from a sleep (0: none;
 	// Costs.WakeAfter).
@@ -139,7 +139,7 @@ func Prepare(s Setup) (*Plan, error) {
 		return ue(fmt.Errorf("the event's CPU time must be positive, not %v", c.Event))
 	} else if err := c.EventSpread.Check(); err != nil {
 		return ue(err)
-	} else if m := c.EventSpread.Mean(); !c.EventSpread.Zero() && c.Event != m {
+	} else if m := c.EventSpread.Mean(); !c.EventSpread.Zero() && c.Event != 0 && c.Event != m {
 		return ue(fmt.Errorf("the event's CPU time (%v) is the mean of its spread (%v)", c.Event, m))
 	} else if c.Start < 0 || c.Exit < 0 || c.Thread < 0 || c.Wake < 0 || c.WakeLong < 0 || c.SleepLate < 0 {
 		return ue(fmt.Errorf("the process's start, exit, thread and wake-up CPU times and a sleep's lateness must be positive, not %v, %v, %v, %v, %v and %v", c.Start, c.Exit, c.Thread, c.Wake, c.WakeLong, c.SleepLate))
@@ -216,11 +216,14 @@ func (p *Plan) Spec() trace.Spec { return p.spec }
 func (p *Plan) Run() (*trace.Trace, error) {
 	s := p.setup
 	c := s.Costs
-	if pp := p.spec.Params; pp != nil && pp.Parallel != nil && c.Event == 0 {
+	if pp := p.spec.Params; pp != nil && pp.Parallel != nil && c.Event == 0 && c.EventSpread.Zero() {
 		var err error
-		if c.Event, c.EventSpread, err = calibrated(pp.Parallel.MaxPrime); err != nil {
+		if c.EventSpread, err = calibrated(pp.Parallel.MaxPrime); err != nil {
 			return nil, fmt.Errorf("measure the parallel workload's event on this host: %w", err)
 		}
+	}
+	if !c.EventSpread.Zero() {
+		c.Event = c.EventSpread.Mean()
 	}
 	var th []Thread
 	if p.threads != nil {
@@ -279,8 +282,8 @@ const DefaultStartCPU = time.Millisecond
 // beside a measured run that run's own start and exit (Plan.WithRunOf).
 type Costs struct {
 	Start, Exit, Event time.Duration
-	// EventSpread is how the events' time spreads around Event, their
-	// mean (zero: every event costs Event).
+	// EventSpread is how the events' time spreads (zero: every event
+	// costs Event; else Event is 0 or its mean).
 	EventSpread EventSpread
 	// SleepLate is how late a sleep ends (0: DefaultSleepLate): not CPU
 	// time, but what a sleep costs its thread in time.

@@ -53,9 +53,10 @@ const (
 // them (sim.Plan.WithCosts), and each run's own start and exit
 // (sim.Plan.WithRunOf).
 func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
-	var gaps []time.Duration  // between one burn's end and the next's start, in the runs of costLateSleep
-	var wakes []time.Duration // what each wake-up used, in the runs of long sleeps
-	run := func(sleep time.Duration, iterations int) (time.Duration, error) {
+	// run makes costRounds runs of iterations burns and sleeps of sleep,
+	// hands each trace to each (nil: nothing more to read) and returns
+	// the median of what they used beside their burns, start and exit.
+	run := func(sleep time.Duration, iterations int, each func(*trace.Trace)) (time.Duration, error) {
 		var rest []time.Duration
 		for range costRounds {
 			cfg := base
@@ -76,46 +77,55 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 				return 0, fmt.Errorf("the workload did not report its process's CPU time at its start (%s)", tr.Spec.Workload)
 			}
 			rest = append(rest, time.Duration(tr.Summary.UsageNs-pr.StartCPUNs-pr.ExitCPUNs)-time.Duration(iterations)*costBurn)
-			if sleep == sim.LongSleep {
-				wakes = append(wakes, wakeUsage(tr)...)
-			}
-			if sleep == costLateSleep && tr.Latency != nil {
-				ops := tr.Latency.Samples // one thread's, in order
-				for i := 1; i < len(ops); i++ {
-					gaps = append(gaps, time.Duration(ops[i].StartNs-ops[i-1].StartNs-ops[i-1].WallNs))
-				}
+			if each != nil {
+				each(tr)
 			}
 		}
-		slices.Sort(rest)
-		return rest[len(rest)/2], nil
+		return median(rest), nil
 	}
-	none, err := run(sim.ShortSleep, 1)
+	none, err := run(sim.ShortSleep, 1, nil)
 	if err != nil {
 		return sim.Costs{}, fmt.Errorf("measure a run without sleeps: %w", err)
 	}
-	short, err := run(sim.ShortSleep, 1+costWakes)
+	short, err := run(sim.ShortSleep, 1+costWakes, nil)
 	if err != nil {
 		return sim.Costs{}, fmt.Errorf("measure a wake-up: %w", err)
 	}
-	if _, err := run(sim.LongSleep, 1+costLongWakes); err != nil { // its wake-ups, not its usage
+	// The runs of long sleeps: what each wake-up used, not their usage.
+	var wakes []time.Duration
+	if _, err := run(sim.LongSleep, 1+costLongWakes, func(tr *trace.Trace) { wakes = append(wakes, wakeUsage(tr)...) }); err != nil {
 		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: %w", err)
 	}
 	if len(wakes) == 0 {
 		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: the runs of %d sleeps of %v showed no wake-up between the process's start and its exit", costLongWakes, sim.LongSleep)
 	}
-	slices.Sort(wakes)
-	if _, err := run(costLateSleep, 1+costLates); err != nil {
+	// The runs of costLateSleep: the time between one burn's end and
+	// the next's start.
+	var gaps []time.Duration
+	if _, err := run(costLateSleep, 1+costLates, func(tr *trace.Trace) {
+		if tr.Latency != nil {
+			ops := tr.Latency.Samples // one thread's, in order
+			for i := 1; i < len(ops); i++ {
+				gaps = append(gaps, time.Duration(ops[i].StartNs-ops[i-1].StartNs-ops[i-1].WallNs))
+			}
+		}
+	}); err != nil {
 		return sim.Costs{}, fmt.Errorf("measure a sleep's lateness: %w", err)
 	}
 	if len(gaps) < costLates {
 		return sim.Costs{}, fmt.Errorf("measure a sleep's lateness: %d of the %d sleeps of %v were timed", len(gaps), costRounds*costLates, costLateSleep)
 	}
-	slices.Sort(gaps)
 	c := sim.Costs{Thread: max(none, 0), Wake: max((short-none)/costWakes, time.Nanosecond)}
-	c.WakeLong = max(wakes[len(wakes)/2]-costBurn, c.Wake)
+	c.WakeLong = max(median(wakes)-costBurn, c.Wake)
 	// A gap is the sleep, its lateness and the wake-up's CPU time.
-	c.SleepLate = max(gaps[len(gaps)/2]-costLateSleep-c.WakeAfter(costLateSleep), time.Nanosecond)
+	c.SleepLate = max(median(gaps)-costLateSleep-c.WakeAfter(costLateSleep), time.Nanosecond)
 	return c, nil
+}
+
+// median is the middle of ds (the upper one of an even count), sorted.
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 // wakeUsage is what each wake-up from a long sleep used in a run of
