@@ -100,17 +100,6 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 	}
 }
 
-// parted says whether an undisturbed measurement of a scenario that has
-// not agreed yet parted from its simulation.
-func (a *agreement) parted() bool {
-	for _, j := range a.scenarios {
-		if j.clean > 0 && !j.agreed {
-			return true
-		}
-	}
-	return false
-}
-
 // settled says whether another run could change the judgement: every
 // scenario agreed or disagreed twice undisturbed. Under emulation, where
 // nothing is judged, it is settled at once.
