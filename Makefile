@@ -142,8 +142,8 @@ deps:
 # test-untimed 603 s, test-unit 1135 s: about 2,000 s with the guest,
 # over the 30 minutes the brief allows a fresh machine. Since, each
 # suites' comparison after the first reuses the costs the first measured
-# (cmd/cfsprobe, hostCosts): the host's four took 167 s instead of 233 s
-# when none was measured again.
+# (cmd/cfsprobe, hostCosts): the host's four took 167 s instead of 233 s,
+# threads-vs-quota measured twice in both runs.
 # It prints how long each phase took, for the figures above.
 test:
 	@t0=$$(date +%s); \

@@ -107,14 +107,11 @@ func TestSimulateThisHost(t *testing.T) {
 	if len(q) != len(sim.EventQuantiles) || q[0].P != 0 || q[len(q)-1].P != 1 || q[0].Ns <= 0 || q[len(q)-1].Ns < q[0].Ns {
 		t.Fatalf("event_cpu_quantiles %+v", q)
 	}
-	given := make([]string, len(q))
-	for i, v := range q {
-		given[i] = time.Duration(v.Ns).String()
-	}
-	again := simulateTrace(t, "--cpus", "0.5", "--event-cpu-quantiles", strings.Join(given, ","), "parallel", "--threads", "2", "--duration", "1s")
+	given := quantilesArg(q)
+	again := simulateTrace(t, "--cpus", "0.5", "--event-cpu-quantiles", given, "parallel", "--threads", "2", "--duration", "1s")
 	again.Started = tr.Started
 	if !reflect.DeepEqual(tr, again) {
-		t.Errorf("--event-cpu-quantiles %s: another trace (event %v, then %v)", strings.Join(given, ","), tr.Spec.Simulated.EventCPUNs, again.Spec.Simulated.EventCPUNs)
+		t.Errorf("--event-cpu-quantiles %s: another trace (event %v, then %v)", given, tr.Spec.Simulated.EventCPUNs, again.Spec.Simulated.EventCPUNs)
 	}
 	r := cfsprobeCmd(t, nobodyCmd(t, "simulate", "--cpus", "0.2", "bursty", "--duration", "1s"))
 	if r.code != 0 || !strings.Contains(r.stdout, "host       simulated, kernel era ") {

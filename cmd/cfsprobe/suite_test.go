@@ -90,21 +90,29 @@ type costFlags struct{ costs, events []string }
 // learn takes the costs of the simulated traces of a comparison, those
 // not known yet.
 func (c *costFlags) learn(sim map[string]*trace.Trace) {
-	ns := func(v int64) string { return strconv.FormatInt(v, 10) + "ns" }
 	for _, tr := range sim {
 		sm := tr.Spec.Simulated
 		if c.costs == nil && sm.ThreadCPUNs > 0 && sm.WakeCPUNs > 0 && sm.WakeLongCPUNs > 0 && sm.SleepLateNs > 0 {
-			c.costs = []string{"--thread-cpu", ns(sm.ThreadCPUNs), "--wake-cpu", ns(sm.WakeCPUNs),
-				"--wake-cpu-long", ns(sm.WakeLongCPUNs), "--sleep-late", ns(sm.SleepLateNs)}
+			c.costs = []string{"--thread-cpu", nsArg(sm.ThreadCPUNs), "--wake-cpu", nsArg(sm.WakeCPUNs),
+				"--wake-cpu-long", nsArg(sm.WakeLongCPUNs), "--sleep-late", nsArg(sm.SleepLateNs)}
 		}
 		if c.events == nil && len(sm.EventCPUQuantiles) > 0 {
-			qs := make([]string, len(sm.EventCPUQuantiles))
-			for i, q := range sm.EventCPUQuantiles {
-				qs[i] = ns(q.Ns)
-			}
-			c.events = []string{"--event-cpu-quantiles", strings.Join(qs, ",")}
+			c.events = []string{"--event-cpu-quantiles", quantilesArg(sm.EventCPUQuantiles)}
 		}
 	}
+}
+
+// nsArg is a duration flag's value for ns nanoseconds, exactly.
+func nsArg(ns int64) string { return strconv.FormatInt(ns, 10) + "ns" }
+
+// quantilesArg is --event-cpu-quantiles's value for the spread that
+// spec.simulated.event_cpu_quantiles records.
+func quantilesArg(q []trace.QuantileNs) string {
+	vs := make([]string, len(q))
+	for i, v := range q {
+		vs[i] = nsArg(v.Ns)
+	}
+	return strings.Join(vs, ",")
 }
 
 // missedExpectations lists the measured runs' expectations that were not
