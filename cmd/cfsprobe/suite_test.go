@@ -43,38 +43,50 @@ func runSuite(t *testing.T, wantCode int, args ...string) (r result, measured, s
 	return r, measured, simulated
 }
 
+// compared is what runCompared measured.
+type compared struct {
+	// traces are each scenario's measured run: its latest that met its
+	// expectations, else its latest.
+	traces map[string]*trace.Trace
+	// out is the output of the latest run whose scenarios, measured and
+	// simulated, met every expectation, else of the last run; allMet says
+	// which.
+	out    result
+	allMet bool
+}
+
 // runCompared runs the suite with --compare until each scenario's
 // measured run has met its expectations (but those accept takes) and the
 // agreement with the simulator is settled, at most attempts times, and
 // judges the agreement. The scenarios are runs of their own, one after
 // another: a neighbour's burst that disturbs one attempt's A and the next
-// one's C leaves each met once, and each scenario's trace is its latest
-// run that met its expectations (else its latest run). A missed
-// expectation that final takes is a finding, not noise: it is not
-// measured again, and its run is the scenario's trace. It returns the last
-// run's output.
-func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name string, args ...string) (result, map[string]*trace.Trace) {
+// one's C leaves each met once. A missed expectation that final takes is
+// a finding, not noise: it is not measured again, and that run is what
+// runCompared returns.
+func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name string, args ...string) compared {
 	t.Helper()
 	ag := newAgreement(t, name)
-	var r result
-	tr := map[string]*trace.Trace{}
+	c := compared{traces: map[string]*trace.Trace{}}
 	met := func(x *trace.Trace) bool { return len(missedExpectations(map[string]*trace.Trace{"": x}, accept)) == 0 }
 	for attempt := 1; ; attempt++ {
-		var cur, sim map[string]*trace.Trace
 		flags := slices.Concat(args, []string{"--quick", "--compare"}, hostCosts.costs, hostCosts.events)
-		r, cur, sim = runSuite(t, -1, flags...)
+		r, cur, sim := runSuite(t, -1, flags...)
 		hostCosts.learn(sim)
 		ag.add(cur, sim)
+		allMet := len(missedExpectations(cur, nil)) == 0 && len(missedExpectations(sim, nil)) == 0
+		if allMet || !c.allMet {
+			c.out, c.allMet = r, allMet
+		}
 		if final != nil && anyMissed(cur, final) {
-			tr = cur
+			c = compared{traces: cur, out: r}
 			break
 		}
 		for n, x := range cur {
-			if prev := tr[n]; prev == nil || !met(prev) || met(x) {
-				tr[n] = x
+			if prev := c.traces[n]; prev == nil || !met(prev) || met(x) {
+				c.traces[n] = x
 			}
 		}
-		missed := missedExpectations(tr, accept)
+		missed := missedExpectations(c.traces, accept)
 		if len(missed) == 0 && ag.settled() || attempt == attempts {
 			break
 		}
@@ -87,7 +99,7 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 		hostCosts = costFlags{}
 	}
 	ag.judge()
-	return r, tr
+	return c
 }
 
 // hostCosts gives each comparison the host's costs that the test
@@ -184,8 +196,7 @@ func TestSuiteBurstyLimits(t *testing.T) {
 	}
 	// B's demand is its quota exactly: a neighbour's burst shows as a
 	// group short of the CPU it asks for (runCompared measures again).
-	_, tr := runCompared(t, nil, nil, "bursty-limits", "-f", file)
-	assertBurstyLimits(t, tr)
+	assertBurstyLimits(t, runCompared(t, nil, nil, "bursty-limits", "-f", file).traces)
 }
 
 func assertBurstyLimits(t *testing.T, tr map[string]*trace.Trace) {
@@ -227,7 +238,7 @@ func TestSuiteThreadsVsQuota(t *testing.T) {
 	if emulated() {
 		slow = func(e trace.Expectation) bool { return e.Metric == "latency_p999" && e.Max != nil }
 	}
-	_, tr := runCompared(t, slow, nil, "threads-vs-quota", "threads-vs-quota")
+	tr := runCompared(t, slow, nil, "threads-vs-quota", "threads-vs-quota").traces
 	need(t, tr, "threads-1x", "threads-2x", "threads-4x")
 	if emulated() {
 		stall = max(5*ms, 4*tr["threads-1x"].Summary.LatencyNs.P50)
@@ -277,7 +288,8 @@ func TestSuiteAggressiveCFS(t *testing.T) {
 	// it, and runCompared measures again; a period throttled is what the
 	// suite looks for, and is not measured again.
 	throttled := func(e trace.Expectation) bool { return e.Metric == "nr_throttled" }
-	r, tr := runCompared(t, nil, throttled, "aggressive-cfs", "aggressive-cfs")
+	c := runCompared(t, nil, throttled, "aggressive-cfs", "aggressive-cfs")
+	tr := c.traces
 	if missed := missedExpectations(tr, nil); len(missed) > 0 {
 		t.Errorf("aggressive-cfs missed expectations, want every one met: %v", missed)
 	}
@@ -289,8 +301,14 @@ func TestSuiteAggressiveCFS(t *testing.T) {
 			t.Errorf("%s: p99 burn %.2fms, want under 7ms", n, float64(p)/1e6)
 		}
 	}
-	if !strings.Contains(r.stdout, "verdict: no unnecessary throttling") {
-		t.Errorf("no verdict line saying no unnecessary throttling:\n%s", r.stdout)
+	// The verdict is the run's: it passes when the run, measured and
+	// simulated, met every expectation.
+	verdict := "verdict: unnecessary throttling, or a noisy machine"
+	if c.allMet {
+		verdict = "verdict: no unnecessary throttling"
+	}
+	if !strings.Contains(c.out.stdout, verdict) {
+		t.Errorf("no line %q:\n%s", verdict, c.out.stdout)
 	}
 }
 
@@ -304,7 +322,7 @@ func TestSuiteBurst(t *testing.T) {
 	// reports it; the test asserts it only when no burst was throttled
 	// with burst.
 	worst := func(e trace.Expectation) bool { return e.Metric == "latency_max" }
-	_, tr := runCompared(t, worst, nil, "burst", "burst")
+	tr := runCompared(t, worst, nil, "burst", "burst").traces
 	need(t, tr, "no-burst", "burst-20ms")
 	a, b := tr["no-burst"].Summary, tr["burst-20ms"].Summary
 	if a.NrThrottled == 0 || float64(b.NrThrottled) > 0.5*float64(a.NrThrottled) {

@@ -275,6 +275,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	closeExtra(cmd)
 
 	smp := newSampler(g, t0, p.interval)
+	smp.avoid = p.pin
 	smp.add(s0, s0At-t0)
 	go smp.loop()
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,6 +69,70 @@ func realtime() (restore func(), err error) {
 		done = append(done, saved{tid, old})
 	}
 	return restore, nil
+}
+
+// The reader apart from a pinned workload.
+//
+// A real-time task that wakes stays on the CPU it last ran on whatever
+// runs there (select_task_rq_rt looks elsewhere only when a real-time
+// task holds that CPU). A real-time reader that had last run on a pinned
+// workload's CPU preempted it at every reading, and which CPU that was
+// came down to chance. What it did to a bursty thread that needs its
+// quota exactly (bursty-limits' B, 50 ms of each 100 ms cycle under 0.5
+// CPUs, 2026-11-29, kernel 6.18): a reading a few µs before a boundary
+// charged the thread then (update_curr), found the pool empty and
+// throttled it for the 0.5 to 2 ms to the refill, where the next tick,
+// after the refill, would have charged it to the new period. 10 to 18 %
+// of the periods were throttled in the runs whose reader sat on the
+// workload's CPU (ftrace: the reader switched the worker out 509 times
+// in 100 bursts), none in the others.
+//
+// So, while it reads a workload pinned to some of its CPUs, cfsprobe
+// keeps its threads on the others (apart), in the fair class: off the
+// workload's CPUs a wake-up has no thread of the group to wait beside,
+// which is why the reader is otherwise real-time; and a Go process's
+// threads in SCHED_FIFO on one CPU do not take turns (a run of `suite
+// bursty-limits --compare` so confined spun at 92 % of a CPU, the real-
+// time limit, for 17 minutes). The simulator's reader wakes on a CPU the
+// group's threads leave idle (sim.Config.Wakeups), as this one does.
+
+// apart puts every thread of cfsprobe's process on set; restore puts
+// every thread, also one the runtime started meanwhile (it inherits its
+// creator's CPUs), back on all.
+func apart(set, all unix.CPUSet) (restore func(), err error) {
+	put := func(s *unix.CPUSet) error {
+		tids, err := threads()
+		if err != nil {
+			return err
+		}
+		for _, tid := range tids {
+			if err := unix.SchedSetaffinity(tid, s); err != nil && !errors.Is(err, unix.ESRCH) {
+				return err
+			}
+		}
+		return nil
+	}
+	restore = func() { _ = put(&all) }
+	if err := put(&set); err != nil {
+		restore()
+		return func() {}, fmt.Errorf("keep the reader off the workload's CPUs: %w", err)
+	}
+	return restore, nil
+}
+
+// offCPUs are the process's CPUs but those in avoid (set), and all of
+// them (all); ok is false with no avoid or no CPU outside it.
+func offCPUs(avoid *unix.CPUSet) (set, all unix.CPUSet, ok bool) {
+	if avoid == nil || unix.SchedGetaffinity(0, &all) != nil {
+		return set, all, false
+	}
+	set = all
+	for cpu := range 8 * int(unsafe.Sizeof(set)) {
+		if avoid.IsSet(cpu) {
+			set.Clear(cpu)
+		}
+	}
+	return set, all, set.Count() > 0
 }
 
 // threads lists the process's threads.

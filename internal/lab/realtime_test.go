@@ -12,6 +12,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
+	"golang.org/x/sys/unix"
 )
 
 // stillGroup is a group whose counters never move.
@@ -97,6 +98,71 @@ func TestReaderRealtime(t *testing.T) {
 	for tid, p := range processPolicies(t) {
 		if p != 0 {
 			t.Errorf("thread %d is in policy %d after the reader stopped", tid, p)
+		}
+	}
+}
+
+// With the CPUs a pinned workload keeps to, the reader's threads keep
+// off them while it reads, in the fair class (a real-time reader that
+// last ran there would preempt the workload at every reading), and every
+// thread is back on all the process's CPUs afterwards.
+func TestReaderApart(t *testing.T) {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	if all.Count() < 2 {
+		t.Skip("one CPU: nowhere else for the reader")
+	}
+	last := -1
+	for cpu := range 1024 {
+		if all.IsSet(cpu) {
+			last = cpu
+		}
+	}
+	var pinned unix.CPUSet
+	pinned.Set(last)
+	smp := newSampler(stillGroup{}, workload.ClockMono(), 5*time.Millisecond)
+	smp.avoid = &pinned
+	go smp.loop()
+	var class string
+	for deadline := time.Now().Add(5 * time.Second); class == "" && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		smp.mu.Lock()
+		class = smp.class
+		smp.mu.Unlock()
+	}
+	affinities := func() map[int]unix.CPUSet {
+		tids, err := threads()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[int]unix.CPUSet{}
+		for _, tid := range tids {
+			var set unix.CPUSet
+			if unix.SchedGetaffinity(tid, &set) == nil {
+				got[tid] = set
+			}
+		}
+		return got
+	}
+	during, policies := affinities(), processPolicies(t)
+	smp.stop()
+	if class != trace.ReaderApart {
+		t.Errorf("reader class %q, want %q", class, trace.ReaderApart)
+	}
+	for tid, set := range during {
+		if set.IsSet(last) || set.Count() != all.Count()-1 {
+			t.Errorf("thread %d ran on %d CPUs (CPU %d among them: %v) while the reader read, want the %d but CPU %d", tid, set.Count(), last, set.IsSet(last), all.Count()-1, last)
+		}
+	}
+	for tid, p := range policies {
+		if p != 0 {
+			t.Errorf("thread %d in policy %d while the reader read apart, want the fair class", tid, p)
+		}
+	}
+	for tid, set := range affinities() {
+		if set != all {
+			t.Errorf("thread %d on %d CPUs after the reader stopped, want the process's %d", tid, set.Count(), all.Count())
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
+	"golang.org/x/sys/unix"
 )
 
 // statReader is what the sampler needs of a group.
@@ -24,6 +25,9 @@ type sampler struct {
 	g        statReader
 	t0       int64
 	interval time.Duration
+	// avoid are the CPUs a pinned workload keeps to, which the reader
+	// keeps off when it can (apart); nil: none.
+	avoid *unix.CPUSet
 
 	mu      sync.Mutex
 	alarm   *alarm.Alarm // while loop runs
@@ -133,18 +137,34 @@ func (s *sampler) loop() {
 		}
 		if restore == nil {
 			// At the first reading: by then the runtime has the threads
-			// it waits on (realtime).
-			var rerr error
-			restore, rerr = realtime()
-			s.mu.Lock()
-			s.class = trace.ReaderRealtime
-			if rerr != nil {
-				s.class = trace.ReaderFair
-			}
-			s.mu.Unlock()
+			// it waits on (realtime, apart).
+			restore = s.place()
 		}
 		s.sampleNow()
 	}
+}
+
+// place puts the reader's threads where it reads from: apart from a
+// pinned workload when there is a CPU for them, else in the real-time
+// class, else (refused) where they are; it records which (class) and
+// returns what undoes it.
+func (s *sampler) place() (restore func()) {
+	class := trace.ReaderFair
+	if set, all, ok := offCPUs(s.avoid); ok {
+		if r, err := apart(set, all); err == nil {
+			restore, class = r, trace.ReaderApart
+		}
+	}
+	if restore == nil {
+		var err error
+		if restore, err = realtime(); err == nil {
+			class = trace.ReaderRealtime
+		}
+	}
+	s.mu.Lock()
+	s.class = class
+	s.mu.Unlock()
+	return restore
 }
 
 // waitPeriodChange keeps sampling until nr_periods moves past its value

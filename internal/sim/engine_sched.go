@@ -415,8 +415,9 @@ func (e *engine) armWakeup() {
 }
 
 // otherWakeup is another task waking on the host: on a CPU that runs no
-// thread of the group when there is one (the wake-up path looks for an
-// idle CPU: select_idle_sibling), where it disturbs nothing of the
+// thread of the group when there is one (the lab's reader keeps off a
+// pinned workload's CPUs; a task in the fair class looks for an idle
+// CPU: select_idle_sibling), where it disturbs nothing of the
 // group's; else on a CPU drawn at random, where it interrupts the
 // group's thread (recheck) and runs for wakeupRun before the thread that
 // then has the CPU goes on. The wake-ups stop with the group's last

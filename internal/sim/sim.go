@@ -82,7 +82,8 @@ type Config struct {
 	// idle): the lab's own reader of the counters, which wakes every
 	// sample interval (a spread interval: uniform over half to one and a
 	// half of it). It goes to a CPU that runs no thread of the group if
-	// there is one (select_idle_sibling), and disturbs nothing there;
+	// there is one, and disturbs nothing there (the lab's reader keeps
+	// off a pinned workload's CPUs: docs/design.md, "The lab's reader");
 	// when the group's threads run on every CPU, to one of them, drawn at
 	// random, where it does to the thread what a tick does
 	// (engine.recheck): the thread is charged, and yields to another

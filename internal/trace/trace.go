@@ -37,8 +37,8 @@ type Trace struct {
 	StartedMonoNs int64 `json:"started_mono_ns,omitempty"`
 	// SampleIntervalNs is how often the counters were read.
 	SampleIntervalNs int64 `json:"sample_interval_ns"`
-	// ReaderClass is the scheduling class of the threads that read the
-	// counters: ReaderRealtime or ReaderFair; empty when not said (a
+	// ReaderClass is where the threads that read the counters ran:
+	// ReaderApart, ReaderRealtime or ReaderFair; empty when not said (a
 	// simulated trace, a run shorter than one reading, a trace written
 	// before the field).
 	ReaderClass string `json:"reader_class,omitempty"`
@@ -60,12 +60,15 @@ type Trace struct {
 	Scenario *Scenario `json:"scenario,omitempty"`
 }
 
-// The reader's scheduling classes (Trace.ReaderClass). In the real-time
-// class (SCHED_FIFO) a wake-up of the reader preempts the group's thread
-// on its CPU at once; in the fair class it may wait beside it until the
-// next tick, where the load balancer may count it and move one of the
-// group's threads to another CPU (docs/design.md, "The lab's reader").
+// Where the reader ran (Trace.ReaderClass). Apart: on CPUs that a
+// pinned workload does not run on, in the fair class, where it keeps
+// nothing of the group's from running. In the real-time class
+// (SCHED_FIFO) a wake-up of the reader preempts the group's thread on its
+// CPU at once; in the fair class it may wait beside it until the next
+// tick, where the load balancer may count it and move one of the group's
+// threads to another CPU (docs/design.md, "The lab's reader").
 const (
+	ReaderApart    = "apart"
 	ReaderRealtime = "realtime"
 	ReaderFair     = "fair"
 )
