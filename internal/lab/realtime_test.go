@@ -53,6 +53,20 @@ func processPolicies(t *testing.T) map[int]int {
 	return got
 }
 
+// firstClass waits for the reader's first reading (5 s at most) and
+// says where it reads from (empty: it did not read).
+func firstClass(smp *sampler) string {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		smp.mu.Lock()
+		class := smp.class
+		smp.mu.Unlock()
+		if class != "" {
+			return class
+		}
+	}
+	return ""
+}
+
 // From its first reading until it stops, the reader's process is in
 // the real-time class; a process started meanwhile is not, and every
 // thread is back in the fair class afterwards.
@@ -64,12 +78,7 @@ func TestReaderRealtime(t *testing.T) {
 	}
 	smp := newSampler(stillGroup{}, workload.ClockMono(), 5*time.Millisecond)
 	go smp.loop()
-	var class string
-	for deadline := time.Now().Add(5 * time.Second); class == "" && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		smp.mu.Lock()
-		class = smp.class
-		smp.mu.Unlock()
-	}
+	class := firstClass(smp)
 	if class != trace.ReaderRealtime {
 		smp.stop()
 		if class == trace.ReaderFair && !testenv.Required() && os.Geteuid() != 0 {
@@ -125,12 +134,7 @@ func TestReaderApart(t *testing.T) {
 	smp := newSampler(stillGroup{}, workload.ClockMono(), 5*time.Millisecond)
 	smp.avoid = &pinned
 	go smp.loop()
-	var class string
-	for deadline := time.Now().Add(5 * time.Second); class == "" && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		smp.mu.Lock()
-		class = smp.class
-		smp.mu.Unlock()
-	}
+	class := firstClass(smp)
 	affinities := func() map[int]unix.CPUSet {
 		tids, err := threads()
 		if err != nil {
