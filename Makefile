@@ -143,7 +143,12 @@ deps:
 # over the 30 minutes the brief allows a fresh machine. Since, each
 # suites' comparison after the first reuses the costs the first measured
 # (cmd/cfsprobe, hostCosts): the host's four took 167 s instead of 233 s,
-# threads-vs-quota measured twice in both runs.
+# threads-vs-quota measured twice in both runs. On 2026-11-29, on a
+# machine started minutes before with none of the packages: test-untimed
+# 404 s (the node's build 321 s), test-unit 1177 s (it failed; the guest
+# did not run: about 1800 s with it); with the caches, a clean clone's
+# .ci/run took 1363 s (144 + 1012 + 207 s), the suites' tests at their
+# first attempts with the lab's reader apart from pinned workloads.
 # It prints how long each phase took, for the figures above.
 test:
 	@t0=$$(date +%s); \
