@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"unsafe"
 
+	"github.com/cfsprobe/cfsprobe/internal/workload"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,29 +71,21 @@ func realtime() (restore func(), err error) {
 	return restore, nil
 }
 
-// The reader apart from a pinned workload.
+// The reader apart from a pinned workload (docs/design.md, "The lab's
+// reader", has the measurements).
 //
 // A real-time task that wakes stays on the CPU it last ran on whatever
 // runs there (select_task_rq_rt looks elsewhere only when a real-time
-// task holds that CPU). A real-time reader that had last run on a pinned
-// workload's CPU preempted it at every reading, and which CPU that was
-// came down to chance. What it did to a bursty thread that needs its
-// quota exactly (bursty-limits' B, 50 ms of each 100 ms cycle under 0.5
-// CPUs, 2026-11-29, kernel 6.18): a reading a few µs before a boundary
-// charged the thread then (update_curr), found the pool empty and
-// throttled it for the 0.5 to 2 ms to the refill, where the next tick,
-// after the refill, would have charged it to the new period. 10 to 18 %
-// of the periods were throttled in the runs whose reader sat on the
-// workload's CPU (ftrace: the reader switched the worker out 509 times
-// in 100 bursts), none in the others.
-//
-// So, while it reads a workload pinned to some of its CPUs, cfsprobe
-// keeps its threads on the others (apart), in the fair class: off the
-// workload's CPUs a wake-up has no thread of the group to wait beside,
-// which is why the reader is otherwise real-time; and a Go process's
-// threads in SCHED_FIFO on one CPU do not take turns (a run of `suite
-// bursty-limits --compare` so confined spun at 92 % of a CPU, the real-
-// time limit, for 17 minutes). The simulator's reader wakes on a CPU the
+// task holds that CPU): a real-time reader that had last run on a pinned
+// workload's CPU preempted it at every reading, and a reading just
+// before a boundary charged the workload then (update_curr) and
+// throttled it until the refill, where the next tick, after the refill,
+// would have charged the new period. So, while it reads a workload
+// pinned to some of its CPUs, cfsprobe keeps its threads on the others,
+// in the fair class: off the workload's CPUs a wake-up has no thread of
+// the group to wait beside, which is why the reader is otherwise
+// real-time; and a Go process's threads in SCHED_FIFO confined to one
+// CPU do not take turns. The simulator's reader wakes on a CPU the
 // group's threads leave idle (sim.Config.Wakeups), as this one does.
 
 // apart puts every thread of cfsprobe's process on set; restore puts
@@ -127,10 +119,8 @@ func offCPUs(avoid *unix.CPUSet) (set, all unix.CPUSet, ok bool) {
 		return set, all, false
 	}
 	set = all
-	for cpu := range 8 * int(unsafe.Sizeof(set)) {
-		if avoid.IsSet(cpu) {
-			set.Clear(cpu)
-		}
+	for _, cpu := range workload.CPUsOf(*avoid) {
+		set.Clear(cpu)
 	}
 	return set, all, set.Count() > 0
 }
