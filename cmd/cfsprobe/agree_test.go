@@ -195,7 +195,7 @@ func emulated() bool { return os.Getenv("CFSPROBE_EMULATED") != "" }
 // and judges every other figure.
 var knownGaps = map[string]string{
 	"threads-vs-quota/threads-4x p99": "p99 falls between classes of events: those that wait a tick (4 ms) for the other thread on their CPU, two ticks (8 ms), and a period's stall (50 ms); the stall's are 0.84 to 0.89 % (a fixed number a period), so p99 is 8.2 ms when the two-tick class brings the tail past 1 % and 5 to 6.7 ms when it does not; " +
-		"the kernel's two-tick class comes mostly from its load balancer splitting the 4 threads 3 and 1 for 16 to 288 ms at random (ftrace, 2026-11-29), so the kernel parts from itself: 7.88 to 8.22 ms in five of nine runs of the suite and 5.18 to 6.08 ms in the other four (19 of the 36 pairs apart), and sysbench alone, without cfsprobe, 4.41, 8.28, 8.28 and 8.28 ms (bench/RESULTS.md, sim-validate, \"Where it parts\")",
+		"the kernel's two-tick class comes mostly from its load balancer splitting the 4 threads 3 and 1 for 16 to 288 ms at random (ftrace, 2026-11-29), so the kernel parts from itself: 7.88 to 8.22 ms in five of eight runs of the suite and 5.51 to 6.08 ms in the other three (14 of the 28 pairs apart), and sysbench alone, without cfsprobe, 4.41, 8.28, 8.28 and 8.28 ms (bench/RESULTS.md, sim-validate, \"Where it parts\")",
 }
 
 // judgedFigures marks the scenario's known gaps as agreeing, after
