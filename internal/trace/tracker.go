@@ -62,7 +62,11 @@ type TrackerConfig struct {
 //     except at the end of a throttled period that the throttled time
 //     says stood still since before the last reading: there it is that
 //     reading's (also when the throttled time comes a reading late:
-//     lateStill).
+//     lateStill; a usage flat over the two readings before the boundary
+//     says so only when no throttled time came to say otherwise).
+//   - A stall booked at a refill one or more periods after the one it
+//     began in (the group stayed throttled through refills its debt ate)
+//     is shared out over those periods, which wait for it (splitStall).
 //   - nr_throttled's increase over an interval marks as many of the
 //     periods that ended in it throttled (those that used the most CPU),
 //     and the throttled time's and burst time's increases go to them.
@@ -187,7 +191,7 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		t.carryThr = markLatest(t.pending, dthr)
 		last.ThrottledNs += dtt
 		last.BurstNs += dbt
-		if t.awaitThr && dtt > 0 && last.Throttled && last.EndNs == t.lastEnd {
+		if t.awaitThr && dtt > 0 && !t.splitStall(t.pending) && last.Throttled && last.EndNs == t.lastEnd {
 			t.lateStill(last)
 		}
 		t.awaitThr = t.awaitThr && dtt == 0
@@ -210,18 +214,21 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	// Usage at the last boundary: interpolated, unless the period that
 	// ended there was throttled and stood still since before a: then
 	// nothing ran from a to the boundary, and all the group used in
-	// (a, b] came after it. It stood still at a when its usage did not
-	// grow from the reading before a (in the same period), or when the
-	// throttled time says it stood still for longer than from a to the
-	// boundary: dtt divided by the CPUs it stood still on, which are
-	// about (usage + dtt) / period (see finish), counted high.
+	// (a, b] came after it. It stood still at a when the throttled time
+	// says it stood still for longer than from a to the boundary: dtt
+	// divided by the CPUs it stood still on, which are about (usage +
+	// dtt) / period (see finish), counted high; or, with no throttled
+	// time yet to say, when its usage did not grow from the reading
+	// before a (in the same period). A group that slept until after a
+	// and then ran into the throttle shows the same flat usage, and its
+	// short stall tells it apart.
 	uEnd := t.usageAt(end)
 	if dp == 1 && dthr > 0 {
 		us, _ := t.startUsage(end - t.period)
 		still := t.stillSince(uEnd-us, dtt, end-a.T)
 		if t.n >= 3 {
 			ap := t.at(t.n - 3)
-			still = still || ap.UsageNs == a.UsageNs && a.T-ap.T < t.period/2 && ap.NrPeriods == a.NrPeriods
+			still = still || dtt == 0 && ap.UsageNs == a.UsageNs && a.T-ap.T < t.period/2 && ap.NrPeriods == a.NrPeriods
 		}
 		if still {
 			uEnd = a.UsageNs
@@ -261,7 +268,9 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	}
 	t.lastEnd, t.lastEndUsage, t.haveEnd, t.lastEndPlaced = end, uEnd, true, placed
 	// Throttled at the boundary with no throttled time yet: it comes a
-	// reading late (lateStill).
+	// reading late (lateStill), or at the refill that lets the group go
+	// (splitStall).
+	awaiting := t.awaitThr
 	t.awaitThr = dp == 1 && dthr > 0 && dtt == 0
 	dt := int(min(dthr, dp))
 	if dt > 0 {
@@ -289,9 +298,95 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	ps[n-1].BurstNs = dbt
 	// More throttled periods than boundaries: the rest were earlier.
 	t.carryThr = markLatest(t.pending, dthr-int64(dt))
+	if awaiting && dp == 1 && len(t.pending) > 0 {
+		held := len(t.pending)
+		t.pending = append(t.pending, ps...)
+		t.scratch = ps
+		if t.awaitThr && held < maxStillPeriods {
+			// Still throttled through this period, nothing booked yet:
+			// the periods wait for the stall's throttled time.
+			return
+		}
+		if dtt > 0 {
+			t.splitStall(t.pending)
+		}
+		for _, p := range t.pending[:held] {
+			emit(t.finish(p))
+		}
+		t.pending = append(t.pending[:0], t.pending[held:]...)
+		return
+	}
 	t.emitPending(emit)
 	t.pending = append(t.pending[:0], ps...)
 	t.scratch = ps
+}
+
+// maxStillPeriods is how many periods a tracker holds back while a
+// throttled group stays throttled through their refills with no
+// throttled time booked (splitStall).
+const maxStillPeriods = 8
+
+// splitStall shares out throttled time that the last of ps got and that
+// began in earlier periods of ps: those throttled with none of their own
+// yet, the group stopped in the first of them and still stopped at
+// their ends. The kernel books a run queue's throttled time when it is
+// let go, at a refill that covers its deficit: a group that overran its
+// quota into debt (a CPU-bound thread is charged at the tick) stays
+// throttled through one or more refills that the debt eats, and all of
+// its stall comes at once, after the period it began in was over. Each
+// later period stood still all along, on the CPUs the stall was on
+// (about the throttled time over its span, from where the first period's
+// usage last grew), and ran nothing: its throttled time is that much,
+// the rest is the first period's, and the usage that the boundaries'
+// readings gave the later ones ran in the first, before it stopped. It
+// reports whether it moved any; without such periods, or when the last
+// one can hold all the throttled time, it changes nothing.
+func (t *Tracker) splitStall(ps []Period) bool {
+	n := len(ps)
+	first := n - 1
+	for first > 0 && ps[first-1].Throttled && ps[first-1].ThrottledNs == 0 {
+		first--
+	}
+	if first == n-1 {
+		return false
+	}
+	p := &ps[first]
+	stop := p.EndNs
+	if x, y := p.stop.x, p.stop.y; y > x {
+		stop = (x + y) / 2
+	}
+	thr := ps[n-1].ThrottledNs
+	span := ps[n-1].EndNs - stop
+	if span <= 0 || thr <= 0 {
+		return false
+	}
+	c := max(math.Round(float64(thr)/float64(span)), 1)
+	if t.cpus > 0 {
+		c = min(c, float64(t.cpus))
+	}
+	hold := func(q Period) int64 {
+		if !q.Throttled {
+			return 0
+		}
+		return int64(c * float64(q.Length()))
+	}
+	if thr <= hold(ps[n-1]) {
+		return false
+	}
+	rem := thr
+	for j := n - 1; j > first; j-- {
+		q := &ps[j]
+		h := hold(*q)
+		q.ThrottledNs = min(rem, h)
+		rem -= q.ThrottledNs
+		if q.ThrottledNs == h {
+			p.UsageNs += q.UsageNs
+			q.UsageNs = 0
+		}
+	}
+	p.ThrottledNs += rem
+	p.UsageMaxNs = max(p.UsageMaxNs, p.UsageNs)
+	return true
 }
 
 // stillSince says whether a throttled period that used usage and has

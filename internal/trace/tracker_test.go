@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -232,5 +233,134 @@ func TestTrackerLateThrottledTime(t *testing.T) {
 	// is on the grid the first boundary's readings gave, about 100 ms on).
 	if ps[1].Throttled || ps[1].UsageNs < 5*ms || ps[1].UsageNs > 7*ms {
 		t.Errorf("next period: throttled %v, usage %v; want false, 5 to 7ms", ps[1].Throttled, time.Duration(ps[1].UsageNs))
+	}
+}
+
+// counters is a one-thread group's cpu.stat and usage at x ms: it runs in
+// runs (start and end, ms), its period timer counts the periods ending at
+// 100, 200, ... ms up to periods, throttled lists the periods' ends that
+// count it throttled, and booked the throttled time (ms) the kernel adds
+// at the instant given (when it lets the group go).
+type counters struct {
+	runs      [][2]float64
+	periods   int
+	throttled []float64
+	booked    [][2]float64
+}
+
+func (c counters) at(x float64) CounterSample {
+	ms := float64(time.Millisecond)
+	s := CounterSample{T: int64(x * ms)}
+	for _, r := range c.runs {
+		s.UsageNs += int64(max(min(x, r[1])-r[0], 0) * ms)
+	}
+	for k := 1; k <= c.periods && float64(100*k) <= x; k++ {
+		s.NrPeriods++
+	}
+	for _, e := range c.throttled {
+		if e <= x {
+			s.NrThrottled++
+		}
+	}
+	for _, b := range c.booked {
+		if b[0] <= x {
+			s.ThrottledNs += int64(b[1] * ms)
+		}
+	}
+	return s
+}
+
+// read reads c every 9.7 ms from 3 ms to end, so that the readings drift
+// over the period's phases, and once more either side of the first two
+// boundaries, so that the tracker knows the grid to within a millisecond.
+func (c counters) read(end float64) []CounterSample {
+	var xs []float64
+	for x := 3.0; x < end; x += 9.7 {
+		xs = append(xs, x)
+	}
+	xs = append(xs, 99.6, 100.4, 199.6, 200.4)
+	slices.Sort(xs)
+	var out []CounterSample
+	for _, x := range xs {
+		out = append(out, c.at(x))
+	}
+	return out
+}
+
+// warmUp is 1 ms of running early in each of the first five periods.
+func warmUp() [][2]float64 {
+	var rs [][2]float64
+	for k := 0; k < 5; k++ {
+		rs = append(rs, [2]float64{float64(100*k) + 10, float64(100*k) + 11})
+	}
+	return rs
+}
+
+// periodEnding is the period of ps that ends within 1 ms of end (ms).
+func periodEnding(t *testing.T, ps []Period, end float64) Period {
+	t.Helper()
+	for _, p := range ps {
+		if math.Abs(float64(p.EndNs)-end*float64(time.Millisecond)) <= float64(time.Millisecond) {
+			return p
+		}
+	}
+	t.Fatalf("no period ends at %v ms", end)
+	return Period{}
+}
+
+// A group that overran its quota into debt (a CPU-bound thread is
+// charged at the tick) stays throttled through the next refill, and the
+// kernel books the whole stall when it lets the group go, a period after
+// the one the stall began in. The later period stood still all along and
+// ran nothing; the stall's first 3.4 ms and all of the usage belong to
+// the period the group ran in, though the readings around its end, 9.7
+// ms apart, saw the usage grow across it.
+func TestTrackerStallThroughRefill(t *testing.T) {
+	c := counters{
+		runs:      append(warmUp(), [2]float64{590, 596.6}), // quota 2 ms, overran to 6.6 ms
+		periods:   8,
+		throttled: []float64{600, 700},
+		booked:    [][2]float64{{700.05, 103.4}}, // from 596.6 ms to 700 ms
+	}
+	ps := track(c.read(850), 2*tms, 100*tms, 2)
+	ms := float64(time.Millisecond)
+	p, q := periodEnding(t, ps, 600), periodEnding(t, ps, 700)
+	if !p.Throttled || math.Abs(float64(p.UsageNs)/ms-6.6) > 0.05 || math.Abs(float64(p.ThrottledNs)/ms-3.4) > 0.5 {
+		t.Errorf("the period the group ran in: throttled %v, usage %v, throttled time %v; want true, 6.6ms, 3.4ms", p.Throttled, time.Duration(p.UsageNs), time.Duration(p.ThrottledNs))
+	}
+	if !q.Throttled || q.UsageNs != 0 || math.Abs(float64(q.ThrottledNs)/ms-100) > 0.5 {
+		t.Errorf("the period it stood still through: throttled %v, usage %v, throttled time %v; want true, 0, 100ms", q.Throttled, time.Duration(q.UsageNs), time.Duration(q.ThrottledNs))
+	}
+	if d := q.DemandCPUs(1); math.Abs(d-1) > 0.02 {
+		t.Errorf("the period it stood still through: demand %.2f CPUs, want 1 (busy all along)", d)
+	}
+	var used int64
+	for _, p := range ps {
+		used += p.UsageNs
+	}
+	if want := c.at(850).UsageNs - c.at(3).UsageNs; used != want {
+		t.Errorf("the periods used %v in all, want the %v the readings saw", time.Duration(used), time.Duration(want))
+	}
+}
+
+// A group that slept through the last two readings before a boundary
+// (585 and 594.7 ms), then ran 2.5 ms and was throttled until the
+// boundary: its usage did not grow between those readings because it
+// slept, not because it stood still, and the throttled time (2.5 ms,
+// less than the 5.3 ms from the last reading to the boundary) says so.
+// What it used after that reading is shared over the boundary as the
+// readings place it (2.7 ms grew until 604.4 ms, 5.3 / 9.7 of it before
+// the boundary), not all given to the next period.
+func TestTrackerIdleBeforeThrottle(t *testing.T) {
+	c := counters{
+		runs:      append(warmUp(), [2]float64{595, 597.5}, [2]float64{600, 600.2}),
+		periods:   8,
+		throttled: []float64{600},
+		booked:    [][2]float64{{600.05, 2.5}},
+	}
+	ps := track(c.read(850), 2*tms, 100*tms, 2)
+	p := periodEnding(t, ps, 600)
+	if !p.Throttled || p.UsageNs < int64(1400*time.Microsecond) {
+		t.Errorf("the period the group ran in: throttled %v, usage %v; want true, the 1.47ms of the 2.5ms it used that the readings place before its end", p.Throttled, time.Duration(p.UsageNs))
 	}
 }
