@@ -194,7 +194,10 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		if t.awaitThr && dtt > 0 && !t.splitStall(t.pending) && last.Throttled && last.EndNs == t.lastEnd {
 			t.lateStill(last)
 		}
-		t.awaitThr = t.awaitThr && dtt == 0
+		// Throttled at the last boundary, as nr_throttled said a reading
+		// late, and no throttled time yet: awaited as at the boundary.
+		lateThr := dthr > 0 && last.Throttled && last.EndNs == t.lastEnd
+		t.awaitThr = (t.awaitThr || lateThr) && last.ThrottledNs == 0
 		if b.T-last.EndNs > 2*t.period {
 			t.Flush(emit) // idle: nothing more will come for them
 		}
@@ -379,7 +382,7 @@ func (t *Tracker) splitStall(ps []Period) bool {
 		h := hold(*q)
 		q.ThrottledNs = min(rem, h)
 		rem -= q.ThrottledNs
-		if q.ThrottledNs == h {
+		if h > 0 && q.ThrottledNs == h {
 			p.UsageNs += q.UsageNs
 			q.UsageNs = 0
 		}

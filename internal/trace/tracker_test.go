@@ -1,6 +1,7 @@
 package trace_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -315,11 +316,21 @@ func periodEnding(t *testing.T, ps []Period, end float64) Period {
 // ran nothing; the stall's first 3.4 ms and all of the usage belong to
 // the period the group ran in, though the readings around its end, 9.7
 // ms apart, saw the usage grow across it.
+// The first period's nr_throttled may show a reading late (cpu.stat is
+// read without the kernel's lock).
 func TestTrackerStallThroughRefill(t *testing.T) {
+	for _, late := range []float64{0, 5} {
+		t.Run(fmt.Sprintf("nr_throttled %vms late", late), func(t *testing.T) {
+			stallThroughRefill(t, late)
+		})
+	}
+}
+
+func stallThroughRefill(t *testing.T, late float64) {
 	c := counters{
 		runs:      append(warmUp(), [2]float64{590, 596.6}), // quota 2 ms, overran to 6.6 ms
 		periods:   8,
-		throttled: []float64{600, 700},
+		throttled: []float64{600 + late, 700},
 		booked:    [][2]float64{{700.05, 103.4}}, // from 596.6 ms to 700 ms
 	}
 	ps := track(c.read(850), 2*tms, 100*tms, 2)
