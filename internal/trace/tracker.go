@@ -76,7 +76,9 @@ type TrackerConfig struct {
 //     debt, are worked out when it is handed out (see finish).
 //
 // A period is handed out once the next boundary is seen (its counts can
-// no longer change), when the group falls idle, or at Flush. Every period
+// no longer change; a throttled one whose throttled time has not come
+// once the stall's is booked, at most maxStillPeriods later), when the
+// group falls idle, or at Flush. Every period
 // the kernel counted between the first and the last sample is handed out;
 // those the readings did not see closely (an end in an interval longer
 // than half a period, a start before the first sample) are Blurred.
