@@ -144,12 +144,13 @@ func (t *Tracker) Reset(emit func(Period)) {
 // Flush hands out the pending periods. Counts that came for no period
 // yet are kept for the next one.
 func (t *Tracker) Flush(emit func(Period)) {
-	t.emitPending(emit)
+	t.emit(t.pending, emit)
 	t.pending = t.pending[:0]
 }
 
-func (t *Tracker) emitPending(emit func(Period)) {
-	for _, p := range t.pending {
+// emit hands out ps, each finished.
+func (t *Tracker) emit(ps []Period, emit func(Period)) {
+	for _, p := range ps {
 		emit(t.finish(p))
 	}
 }
@@ -303,10 +304,10 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 	ps[n-1].BurstNs = dbt
 	// More throttled periods than boundaries: the rest were earlier.
 	t.carryThr = markLatest(t.pending, dthr-int64(dt))
-	if awaiting && dp == 1 && len(t.pending) > 0 {
-		held := len(t.pending)
-		t.pending = append(t.pending, ps...)
-		t.scratch = ps
+	held := len(t.pending)
+	t.pending = append(t.pending, ps...)
+	t.scratch = ps
+	if awaiting && dp == 1 {
 		if t.awaitThr && held < maxStillPeriods {
 			// Still throttled through this period, nothing booked yet:
 			// the periods wait for the stall's throttled time.
@@ -315,15 +316,9 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		if dtt > 0 {
 			t.splitStall(t.pending)
 		}
-		for _, p := range t.pending[:held] {
-			emit(t.finish(p))
-		}
-		t.pending = append(t.pending[:0], t.pending[held:]...)
-		return
 	}
-	t.emitPending(emit)
-	t.pending = append(t.pending[:0], ps...)
-	t.scratch = ps
+	t.emit(t.pending[:held], emit)
+	t.pending = append(t.pending[:0], t.pending[held:]...)
 }
 
 // maxStillPeriods is how many periods a tracker holds back while a
