@@ -110,7 +110,7 @@ func run() error {
 	defer stop()
 
 	printf("### A week of 1,000 groups, backfilled\n\n")
-	printf("%d groups on %d nodes, %d days to %s: the exporter's series that the recommender reads (the settings, the usage, period, throttled-period and throttled-stretch counters, `cfsprobe_period_demand_cpus` and `cfsprobe_period_stopped_cpus`: %d series a group) every %v, and the recording rule `cgroup:cfsprobe_cpu_usage:rate1m` every minute; %.1fM samples, %.2f GB of OpenMetrics text written in %.0fs, backfilled by `promtool tsdb create-blocks-from openmetrics` in %.0fs into %.0f MB of blocks.\n\n",
+	printf("%d groups on %d nodes, %d days to %s: the exporter's series that the recommender reads (the settings, the usage, period, throttled-period and throttled-stretch counters, `cfsprobe_period_demand_cpus`, `cfsprobe_period_pair_demand_cpus` and `cfsprobe_period_stopped_cpus`: %d series a group) every %v, and the recording rule `cgroup:cfsprobe_cpu_usage:rate1m` every minute; %.1fM samples, %.2f GB of OpenMetrics text written in %.0fs, backfilled by `promtool tsdb create-blocks-from openmetrics` in %.0fs into %.0f MB of blocks.\n\n",
 		*groupsFlag, *nodesFlag, *daysFlag, end.UTC().Format("2006-01-02 15:04 MST"), st.seriesPerGroup, *intervalFlag,
 		float64(st.samples)/1e6, float64(st.bytes)/1e9, genTook.Seconds(), backfillTook.Seconds(), float64(du)/1e6)
 
@@ -124,15 +124,12 @@ func run() error {
 	}
 	queryTook := time.Since(t0)
 	t0 = time.Now()
-	var groups []fleet.Group
+	groups := fleet.SynthesizeAll(series, fleet.SynthOptions{})
 	failed := 0
-	for _, s := range series {
-		g := fleet.Group{Key: s.Key, Series: s}
-		g.Trace, g.MinuteUsage, g.Err = fleet.Synthesize(s, fleet.SynthOptions{})
+	for _, g := range groups {
 		if g.Err != nil {
 			failed++
 		}
-		groups = append(groups, g)
 	}
 	synthTook := time.Since(t0)
 	readCPU := host.SelfCPU() - cpu0
@@ -169,7 +166,7 @@ func run() error {
 	printf("### Reading the fleet from Prometheus\n\n")
 	printf("| step | wall | what |\n|---|---|---|\n")
 	printf("| queries | **%.1fs** | %d instant queries over %s, run at once (docs/recommend-fleet.md), %d groups returned |\n", queryTook.Seconds(), fleet.QueryCount, model(window), len(series))
-	printf("| synthesis | %.2fs | a synthetic trace (at most %d active periods) and minute usage per group; %d groups without periods |\n", synthTook.Seconds(), fleet.DefaultMaxPeriods, failed)
+	printf("| synthesis | %.2fs | a synthetic trace (at most %d active periods, laid out by the pairs' histogram) and minute usage per group, on %d goroutines; %d groups without periods |\n", synthTook.Seconds(), fleet.DefaultMaxPeriods, runtime.GOMAXPROCS(0), failed)
 	printf("| read in all | **%.1fs** | cfsprobe's own CPU in it: %.1fs (the rest is Prometheus's, on the same 2 CPUs) |\n", (queryTook + synthTook).Seconds(), readCPU.Seconds())
 	printf("| recommender | **%.1fs** | `recommend.RecommendAll` on %d groups (%d periods in all): %.1fs of CPU on %d workers; %d simulations, %.1f a group (at most %d), %.2f ms of CPU each; advised %s |\n",
 		recTook.Seconds(), len(ins), periods, recCPU.Seconds(), runtime.GOMAXPROCS(0), sims, float64(sims)/float64(max(len(ins), 1)), most,
@@ -408,6 +405,9 @@ func generate(path string, start, end time.Time) (genStats, error) {
 	counter("cfsprobe_throttled_stretches", func(i int) float64 { return dists[i].throttled / 2 })
 	counter("cfsprobe_throttled_stretches_caught_up", func(i int) float64 { return float64(1-i%2) * dists[i].throttled / 2 })
 	hist("cfsprobe_period_demand_cpus", exporter.DemandBuckets, func(i int) ([]float64, float64) { return dists[i].demand, dists[i].mean })
+	// Two periods in a row as alike as one: the pairs' histogram is the
+	// periods' own, so that the heavy periods come in pairs.
+	hist("cfsprobe_period_pair_demand_cpus", exporter.DemandBuckets, func(i int) ([]float64, float64) { return dists[i].demand, dists[i].mean })
 	hist("cfsprobe_period_stopped_cpus", exporter.StoppedBuckets, func(i int) ([]float64, float64) {
 		c := make([]float64, len(exporter.StoppedBuckets)+1)
 		par := min(pats[i].par, hostCPU)

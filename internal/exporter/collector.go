@@ -67,6 +67,7 @@ const (
 	helpBurstSeconds     = "CPU time the cgroup used beyond its quota from its burst allowance (cpu.stat burst_usec; burst_time). Absent on kernels without CPU burst."
 	helpUsageRatio       = "CPU the cgroup used in each enforcement period as a fraction of its quota; one observation per period the kernel counted."
 	helpDemand           = "CPU the cgroup wanted in each enforcement period, in CPUs: its usage, and in a throttled period also the work of the time it stood still at the CPUs it ran on; one observation per period the kernel counted."
+	helpPairDemand       = "Mean CPU the cgroup wanted in two consecutive enforcement periods, in CPUs: the demand of each period and the one just before it, as cfsprobe_period_demand_cpus counts them; one observation per pair. How the heavy periods follow each other, which a burst allowance depends on."
 	helpStopped          = "CPUs whose run queues the kernel stopped in each throttled enforcement period: how many CPUs the cgroup ran on when its quota ran out; one observation per throttled period."
 	helpStall            = "Wall-clock time the cgroup's runnable tasks stood still in each throttled enforcement period; one observation per throttled period."
 	helpStretches        = "Throttled stretches of the cgroup (runs of consecutive throttled enforcement periods) that ended: the period after the last one was not throttled."
@@ -232,6 +233,10 @@ func groupFamilies() []*family {
 		{name: "cfsprobe_period_demand_cpus", help: helpDemand, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel, bounds: DemandBuckets,
 			hist: func(r row) *monitor.Histogram {
 				return histOf(r, func(h *monitor.GroupPeriods) *monitor.Histogram { return &h.Demand })
+			}},
+		{name: "cfsprobe_period_pair_demand_cpus", help: helpPairDemand, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel, bounds: DemandBuckets,
+			hist: func(r row) *monitor.Histogram {
+				return histOf(r, func(h *monitor.GroupPeriods) *monitor.Histogram { return &h.Pairs })
 			}},
 		{name: "cfsprobe_period_stopped_cpus", help: helpStopped, typ: dto.MetricType_HISTOGRAM, labels: cgroupLabel, bounds: StoppedBuckets,
 			hist: func(r row) *monitor.Histogram {

@@ -76,6 +76,7 @@ func newFakePeriods(s *monitor.Scanner) *fakePeriods {
 		h := monitor.PeriodHistograms{
 			Usage:   monitor.Histogram{Bounds: UsageRatioBuckets, Counts: make([]uint64, len(UsageRatioBuckets)+1)},
 			Demand:  monitor.Histogram{Bounds: DemandBuckets, Counts: make([]uint64, len(DemandBuckets)+1)},
+			Pairs:   monitor.Histogram{Bounds: DemandBuckets, Counts: make([]uint64, len(DemandBuckets)+1)},
 			Stall:   monitor.Histogram{Bounds: StallBuckets, Counts: make([]uint64, len(StallBuckets)+1)},
 			Stopped: monitor.Histogram{Bounds: StoppedBuckets, Counts: make([]uint64, len(StoppedBuckets)+1)},
 		}
@@ -87,6 +88,11 @@ func newFakePeriods(s *monitor.Scanner) *fakePeriods {
 		h.Demand.Observe(1.9)
 		h.Usage.Observe(1.2)
 		h.Demand.Observe(0.6)
+		for j := 0; j < i; j++ {
+			h.Pairs.Observe(0.1)
+		}
+		h.Pairs.Observe(1.0)
+		h.Pairs.Observe(1.25)
 		h.Stall.Observe(0.08)
 		h.Stopped.Observe(2)
 		h.UnderQuota = uint64(i / 2)
@@ -363,7 +369,7 @@ func readDoc(t *testing.T) (map[string]docMetric, map[string][]string) {
 			buckets[m[1]] = strings.Split(m[2], ", ")
 		}
 	}
-	if len(metrics) < 20 || len(buckets) != 4 {
+	if len(metrics) < 20 || len(buckets) != 5 {
 		t.Fatalf("docs/metrics.md: read %d metrics and %d bucket rows; has its table format changed?", len(metrics), len(buckets))
 	}
 	return metrics, buckets

@@ -38,6 +38,7 @@ func (h Histogram) clone() Histogram {
 // clone copies the histograms.
 func (h PeriodHistograms) clone() PeriodHistograms {
 	h.Usage, h.Demand, h.Stall, h.Stopped = h.Usage.clone(), h.Demand.clone(), h.Stall.clone(), h.Stopped.clone()
+	h.Pairs = h.Pairs.clone()
 	return h
 }
 
@@ -45,8 +46,13 @@ func (h PeriodHistograms) clone() PeriodHistograms {
 // periods that the readings saw closely (trace.Period.Blurred is false),
 // each figure as trace.Period defines it.
 type PeriodHistograms struct {
-	Usage      Histogram // usage per period as a fraction of the quota
-	Demand     Histogram // demand per period (trace.Period.DemandCPUs), in CPUs
+	Usage  Histogram // usage per period as a fraction of the quota
+	Demand Histogram // demand per period (trace.Period.DemandCPUs), in CPUs
+	// Pairs is the mean demand of each period and the one just before it
+	// (both seen closely, the one ending where the other starts), in
+	// CPUs: how the heavy periods follow each other, which Demand does
+	// not keep.
+	Pairs      Histogram
 	Stall      Histogram // stall per throttled period, in seconds
 	Stopped    Histogram // CPUs stopped per throttled period (trace.Period.Stopped)
 	UnderQuota uint64    // throttled periods with usage under trace.UnderQuotaRatio of the quota
@@ -55,6 +61,9 @@ type PeriodHistograms struct {
 	// group caught up after, over all its periods, blurred ones too (a
 	// recording's periods as the recommender reads them).
 	Stretches trace.Stretches
+
+	lastEnd    int64   // where the last period seen closely ended (0: none)
+	lastDemand float64 // its demand
 }
 
 // Observe counts one period of a group with the given quota that can run
@@ -63,10 +72,16 @@ type PeriodHistograms struct {
 func (h *PeriodHistograms) Observe(p trace.Period, quota time.Duration, cpus int) {
 	h.Stretches.Add(p, quota)
 	if p.Blurred {
+		h.lastEnd = 0
 		return
 	}
+	d := p.DemandCPUs(float64(cpus))
 	h.Usage.Observe(p.UsageRatio(quota))
-	h.Demand.Observe(p.DemandCPUs(float64(cpus)))
+	h.Demand.Observe(d)
+	if h.lastEnd != 0 && h.lastEnd == p.StartNs {
+		h.Pairs.Observe((h.lastDemand + d) / 2)
+	}
+	h.lastEnd, h.lastDemand = p.EndNs, d
 	if p.Throttled {
 		h.Stall.Observe(time.Duration(p.StallNs).Seconds())
 		h.Stopped.Observe(float64(p.Stopped()))

@@ -138,6 +138,7 @@ func (s *Sampler) Follow(targets []Target) {
 			tracker: s.newTracker(t.Limits),
 			hist: PeriodHistograms{
 				Usage: newHistogram(s.opts.UsageBuckets), Demand: newHistogram(s.opts.DemandBuckets),
+				Pairs: newHistogram(s.opts.DemandBuckets),
 				Stall: newHistogram(s.opts.StallBuckets), Stopped: newHistogram(s.opts.StoppedBuckets),
 			},
 		}

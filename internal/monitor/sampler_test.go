@@ -1,7 +1,9 @@
 package monitor
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +19,36 @@ func TestHistogramObserve(t *testing.T) {
 	}
 	if want := []uint64{2, 2, 2}; h.Counts[0] != want[0] || h.Counts[1] != want[1] || h.Counts[2] != want[2] || h.Count != 6 || h.Sum != 5.6 {
 		t.Errorf("histogram %+v, want counts %v, 6 observations summing to 5.6", h, want)
+	}
+}
+
+// The pairs' histogram counts the mean demand of each period seen closely
+// and the one that ended where it starts: not across a blurred period or
+// a gap (the kernel did not count the periods between).
+func TestPeriodHistogramsPairs(t *testing.T) {
+	b := []float64{0.1, 0.5, 1}
+	h := PeriodHistograms{Usage: newHistogram(b), Demand: newHistogram(b), Pairs: newHistogram(b), Stall: newHistogram(b), Stopped: newHistogram(b)}
+	const period = int64(100 * time.Millisecond)
+	quota := 50 * time.Millisecond
+	at := func(k int64, usage time.Duration, blurred bool) trace.Period {
+		return trace.Period{StartNs: k * period, EndNs: (k + 1) * period, UsageNs: int64(usage), Blurred: blurred}
+	}
+	for _, p := range []trace.Period{
+		at(0, 10*time.Millisecond, false), // 0.1 CPUs
+		at(1, 90*time.Millisecond, false), // 0.9: pair 0.5
+		at(2, 90*time.Millisecond, false), // 0.9: pair 0.9
+		at(3, 0, true),                    // blurred: no pair with it
+		at(4, 90*time.Millisecond, false), // after a blurred one: none
+		at(7, 90*time.Millisecond, false), // after a gap: none
+		at(8, 10*time.Millisecond, false), // pair 0.5
+	} {
+		h.Observe(p, quota, 2)
+	}
+	if want := []uint64{0, 2, 1, 0}; !slices.Equal(h.Pairs.Counts, want) || h.Pairs.Count != 3 || math.Abs(h.Pairs.Sum-1.9) > 1e-9 {
+		t.Errorf("pairs %+v, want counts %v, 3 pairs summing to 1.9", h.Pairs, want)
+	}
+	if h.Demand.Count != 6 {
+		t.Errorf("demand counted %d periods, want the 6 seen closely", h.Demand.Count)
 	}
 }
 

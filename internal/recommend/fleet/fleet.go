@@ -13,10 +13,12 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -72,13 +74,26 @@ func Read(ctx context.Context, opt Options) ([]Group, error) {
 	if err != nil {
 		return nil, err
 	}
+	return SynthesizeAll(series, opt.Synth), nil
+}
+
+// SynthesizeAll synthesizes each group's trace, on as many goroutines as
+// Go runs at once, groups in the order of series.
+func SynthesizeAll(series []Series, opt SynthOptions) []Group {
 	out := make([]Group, len(series))
-	for i, s := range series {
-		g := Group{Key: s.Key, Series: s}
-		g.Trace, g.MinuteUsage, g.Err = Synthesize(s, opt.Synth)
-		out[i] = g
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(len(series), 1)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(series); i = int(next.Add(1) - 1) {
+				g := Group{Key: series[i].Key, Series: series[i]}
+				g.Trace, g.MinuteUsage, g.Err = Synthesize(series[i], opt)
+				out[i] = g
+			}
+		})
 	}
-	return out, nil
+	wg.Wait()
+	return out
 }
 
 // ErrUnreachable is a server that did not answer: nothing listens at
@@ -181,6 +196,9 @@ const (
 	qDemand
 	qDemandSum
 	qDemandCount
+	qPairs
+	qPairsSum
+	qPairsCount
 	qStopped
 	qStoppedSum
 	qStoppedCount
@@ -216,6 +234,9 @@ func queries(sel string, since time.Duration) []string {
 	q[qDemand] = inc("cfsprobe_period_demand_cpus_bucket")
 	q[qDemandSum] = inc("cfsprobe_period_demand_cpus_sum")
 	q[qDemandCount] = inc("cfsprobe_period_demand_cpus_count")
+	q[qPairs] = inc("cfsprobe_period_pair_demand_cpus_bucket")
+	q[qPairsSum] = inc("cfsprobe_period_pair_demand_cpus_sum")
+	q[qPairsCount] = inc("cfsprobe_period_pair_demand_cpus_count")
 	q[qStopped] = inc("cfsprobe_period_stopped_cpus_bucket")
 	q[qStoppedSum] = inc("cfsprobe_period_stopped_cpus_sum")
 	q[qStoppedCount] = inc("cfsprobe_period_stopped_cpus_count")
@@ -264,6 +285,13 @@ func assemble(res []model.Vector, opt Options, end time.Time) []Series {
 	each(qPeriods, func(g *Series, s *model.Sample) { g.Periods = float64(s.Value) })
 	each(qDemandSum, func(g *Series, s *model.Sample) { g.Demand.Sum = float64(s.Value) })
 	each(qDemandCount, func(g *Series, s *model.Sample) { g.Demand.Count = float64(s.Value) })
+	each(qPairs, func(g *Series, s *model.Sample) {
+		if le, err := strconv.ParseFloat(string(s.Metric["le"]), 64); err == nil {
+			g.Pairs.add(le, float64(s.Value))
+		}
+	})
+	each(qPairsSum, func(g *Series, s *model.Sample) { g.Pairs.Sum = float64(s.Value) })
+	each(qPairsCount, func(g *Series, s *model.Sample) { g.Pairs.Count = float64(s.Value) })
 	each(qStopped, func(g *Series, s *model.Sample) {
 		if le, err := strconv.ParseFloat(string(s.Metric["le"]), 64); err == nil {
 			g.Stopped.add(le, float64(s.Value))

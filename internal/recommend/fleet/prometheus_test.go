@@ -540,9 +540,9 @@ func writeSeries(path string, s Series) error {
 	}
 	doc := struct {
 		Series
-		Demand, Stopped jsonHistogram
-		UsageQuantiles  map[string]float64
-	}{s, js(s.Demand), js(s.Stopped), quantiles}
+		Demand, Pairs, Stopped jsonHistogram
+		UsageQuantiles         map[string]float64
+	}{s, js(s.Demand), js(s.Pairs), js(s.Stopped), quantiles}
 	if err := writeJSON(path, doc); err != nil {
 		return fmt.Errorf("series of %s: %w", s.Key, err)
 	}

@@ -7,37 +7,50 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/exporter"
+	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/recommend"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
 // seriesOf is what Prometheus would hold of a recorded group over the
-// recording: the exporter's demand and stopped-CPU histograms of the
-// periods read closely (as its sampler observes them), its throttled
-// stretches, the periods the kernel counted, the limits and the host.
+// recording: the exporter's demand, pairs' and stopped-CPU histograms of
+// the periods read closely (its sampler's monitor.PeriodHistograms), its
+// throttled stretches, the periods the kernel counted, the limits and
+// the host.
 func seriesOf(tr *trace.Trace) Series {
-	var demand, stopped []float64
-	var st trace.Stretches
-	for _, p := range tr.Periods {
-		st.Add(p, tr.Limits.Cgroup().Quota)
-		if p.Blurred {
-			continue
-		}
-		demand = append(demand, p.DemandCPUs(float64(tr.Host.CPUs)))
-		if p.Throttled {
-			stopped = append(stopped, float64(p.Stopped()))
-		}
-	}
 	lim := tr.Limits.Cgroup()
+	newHist := func(bounds []float64) monitor.Histogram {
+		return monitor.Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
+	}
+	h := monitor.PeriodHistograms{Usage: newHist(exporter.UsageRatioBuckets), Demand: newHist(exporter.DemandBuckets),
+		Pairs: newHist(exporter.DemandBuckets), Stall: newHist(exporter.StallBuckets), Stopped: newHist(exporter.StoppedBuckets)}
+	for _, p := range tr.Periods {
+		h.Observe(p, lim.Quota, tr.Host.CPUs)
+	}
+	// As Prometheus gives them: cumulative, +Inf last.
+	cumulative := func(m monitor.Histogram) Histogram {
+		out := Histogram{Sum: m.Sum, Count: float64(m.Count)}
+		n := 0.0
+		for i, c := range m.Counts {
+			n += float64(c)
+			le := math.Inf(1)
+			if i < len(m.Bounds) {
+				le = m.Bounds[i]
+			}
+			out.add(le, n)
+		}
+		return out
+	}
 	quota := 0.0
 	if !lim.Unlimited() {
 		quota = lim.CPUs()
 	}
+	st := h.Stretches
 	return Series{Key: Key{Cgroup: tr.Cgroup.Path}, Window: time.Duration(tr.Summary.WallNs), End: time.Unix(0, 0),
 		QuotaCPUs: quota, PeriodSeconds: lim.Period.Seconds(), BurstSeconds: lim.Burst.Seconds(), HasBurst: tr.Host.BurstSupported,
 		Host: tr.Host, Periods: float64(tr.Summary.NrPeriods),
 		Stretches: &st,
-		Demand:    histogramOf(exporter.DemandBuckets, demand...), Stopped: histogramOf(exporter.StoppedBuckets, stopped...)}
+		Demand:    cumulative(h.Demand), Pairs: cumulative(h.Pairs), Stopped: cumulative(h.Stopped)}
 }
 
 // A recorded group advised from its recording and from its periods as

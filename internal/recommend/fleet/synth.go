@@ -31,6 +31,9 @@ type Series struct {
 	// Demand is the increase of cfsprobe_period_demand_cpus; Stopped of
 	// cfsprobe_period_stopped_cpus.
 	Demand, Stopped Histogram
+	// Pairs is the increase of cfsprobe_period_pair_demand_cpus (no
+	// buckets: the exporter has none, an older one).
+	Pairs Histogram
 	// Stretches are the increases of cfsprobe_throttled_stretches_total
 	// (Ended) and cfsprobe_throttled_stretches_caught_up_total (CaughtUp),
 	// rounded; nil when the exporter has none (an older one).
@@ -145,6 +148,7 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 	}
 	s.Demand.sorted()
 	s.Stopped.sorted()
+	s.Pairs.sorted()
 	observed := s.Demand.total()
 	if observed < 0.5 {
 		return nil, nil, ErrNoDemand
@@ -194,6 +198,8 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 	order := spread(n)
 	if closed {
 		order = inStretches(n, k, int(math.Round(float64(s.Stretches.Ended)*float64(n)/observed)))
+	} else {
+		order = inPairs(values, order, s.Pairs)
 	}
 	for j := 0; j < n; j++ {
 		start := int64(j) * int64(period)
@@ -426,6 +432,114 @@ func spread(n int) []int {
 		out[k] = k * step % n
 	}
 	return out
+}
+
+// pairIterations is how many swaps inPairs tries per period: enough that
+// the heavy periods of the fleet test's groups find their neighbours
+// (docs/recommend-fleet.md), few enough for a fleet's synthesis.
+const pairIterations = 60
+
+// inPairs is an order of n periods (values ascending, order a first
+// one) whose consecutive pairs have mean demands that fall in the
+// buckets of pairs (cfsprobe_period_pair_demand_cpus) as often as the
+// group's did, scaled to n−1 pairs: where the group's heavy periods came
+// together, theirs do. It swaps two periods, one of them among the
+// heaviest quarter, and keeps the swap when the pairs' counts come no
+// further from the group's: a distance that weighs each bucket by the
+// square of its bound, since the heavy pairs decide a burst allowance
+// and are few. The swaps come from a fixed sequence, so the same series
+// give the same order. Without pairs (an exporter before them) the
+// order is kept.
+func inPairs(values []float64, order []int, pairs Histogram) []int {
+	n := len(order)
+	total := pairs.total()
+	if n < 3 || total < 1 || len(pairs.Bounds) == 0 {
+		return order
+	}
+	counts := pairs.counts()
+	nb := len(counts)
+	want, w := make([]float64, nb), make([]float64, nb)
+	for b := range counts {
+		want[b] = counts[b] * float64(n-1) / total
+		x := pairs.Bounds[b]
+		if math.IsInf(x, 1) {
+			x = pairs.Bounds[max(b-1, 0)] * 1.26
+		}
+		w[b] = x * x
+	}
+	o := append([]int(nil), order...)
+	bucket := func(i int) int {
+		v := (values[o[i]] + values[o[i+1]]) / 2
+		return min(sort.SearchFloat64s(pairs.Bounds, v), nb-1)
+	}
+	have := make([]float64, nb)
+	for i := 0; i+1 < n; i++ {
+		have[bucket(i)]++
+	}
+	// Where each value sits, for a swap that starts from a heavy one.
+	at := make([]int, n)
+	for i, v := range o {
+		at[v] = i
+	}
+	heavy := max(n/4, 1)
+	x := uint64(0x9e3779b97f4a7c15)
+	next := func(m int) int {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return int(x % uint64(m))
+	}
+	var ps, before, after [4]int
+	var touched [8]int
+	dist := func(bs []int) float64 {
+		d := 0.0
+		for _, b := range bs {
+			d += w[b] * math.Abs(have[b]-want[b])
+		}
+		return d
+	}
+	for range pairIterations * n {
+		i, j := at[n-1-next(heavy)], next(n)
+		if i == j {
+			continue
+		}
+		np := 0
+		for _, p := range [4]int{i - 1, i, j - 1, j} {
+			if p >= 0 && p+1 < n && !slices.Contains(ps[:np], p) {
+				ps[np] = p
+				np++
+			}
+		}
+		for k := range np {
+			before[k] = bucket(ps[k])
+		}
+		o[i], o[j] = o[j], o[i]
+		nt := 0
+		for k := range np {
+			after[k] = bucket(ps[k])
+			for _, b := range [2]int{before[k], after[k]} {
+				if !slices.Contains(touched[:nt], b) {
+					touched[nt] = b
+					nt++
+				}
+			}
+		}
+		was := dist(touched[:nt])
+		for k := range np {
+			have[before[k]]--
+			have[after[k]]++
+		}
+		if dist(touched[:nt]) > was {
+			for k := range np {
+				have[after[k]]--
+				have[before[k]]++
+			}
+			o[i], o[j] = o[j], o[i]
+			continue
+		}
+		at[o[i]], at[o[j]] = i, j
+	}
+	return o
 }
 
 // inStretches is the order of a closed loop's n periods (their values

@@ -123,6 +123,56 @@ func TestSynthesizeBurstsSpread(t *testing.T) {
 	}
 }
 
+// The same periods, where the group's heavy periods came in twos (as
+// cfsprobe_period_pair_demand_cpus says: one pair of means 1.6 in every
+// 20): the synthetic trace lays most of its heavy periods out in twos
+// too, where without the pairs it spreads them one by one (above); and
+// the same series give the same trace.
+func TestSynthesizePairsTogether(t *testing.T) {
+	var v []float64
+	for i := range 1000 {
+		if i%20 < 2 {
+			v = append(v, 1.6)
+		} else {
+			v = append(v, 0.02)
+		}
+	}
+	var pairs []float64
+	for i := 1; i < len(v); i++ {
+		pairs = append(pairs, (v[i-1]+v[i])/2)
+	}
+	s := Series{Key: Key{Cgroup: "/pairs"}, Window: 100 * time.Second, QuotaCPUs: 3, PeriodSeconds: 0.1,
+		Host: trace.Host{CPUs: 4}, Periods: 1000, Demand: histogramOf(r10, v...), Pairs: histogramOf(r10, pairs...),
+		Stopped: histogramOf([]float64{1, 2})}
+	together := func(tr *trace.Trace) (big, twos int) {
+		for i, p := range tr.Periods {
+			if p.DemandCPUs(0) > 1 {
+				big++
+				if i > 0 && tr.Periods[i-1].DemandCPUs(0) > 1 {
+					twos++
+				}
+			}
+		}
+		return big, twos
+	}
+	tr, _, err := Synthesize(s, SynthOptions{MaxPeriods: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big, twos := together(tr); big != 50 || twos < 20 || twos > 25 {
+		t.Errorf("%d large periods of 500, %d of them right after another: want 50, and about 25 after another (the group's one in two)", big, twos)
+	}
+	again, _, _ := Synthesize(s, SynthOptions{MaxPeriods: 500})
+	if !slices.Equal(tr.Periods, again.Periods) {
+		t.Error("the same series gave two traces")
+	}
+	s.Pairs = Histogram{}
+	spread, _, _ := Synthesize(s, SynthOptions{MaxPeriods: 500})
+	if _, twos := together(spread); twos != 0 {
+		t.Errorf("without the pairs' histogram %d large periods right after another, want them spread", twos)
+	}
+}
+
 func TestSynthesizeNoPeriods(t *testing.T) {
 	_, _, err := Synthesize(Series{Demand: histogramOf(r10)}, SynthOptions{})
 	if err != ErrNoDemand {
