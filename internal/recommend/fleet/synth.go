@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"time"
@@ -447,8 +448,8 @@ const pairIterations = 60
 // heaviest quarter, and keeps the swap when the pairs' counts come no
 // further from the group's: a distance that weighs each bucket by the
 // square of its bound, since the heavy pairs decide a burst allowance
-// and are few. The swaps come from a fixed sequence, so the same series
-// give the same order. Without pairs (an exporter before them) the
+// and are few. The swaps come from a pseudo-random sequence seeded by n,
+// so the same series give the same order. Without pairs (an exporter before them) the
 // order is kept.
 func inPairs(values []float64, order []int, pairs Histogram) []int {
 	n := len(order)
@@ -482,13 +483,7 @@ func inPairs(values []float64, order []int, pairs Histogram) []int {
 		at[v] = i
 	}
 	heavy := max(n/4, 1)
-	x := uint64(0x9e3779b97f4a7c15)
-	next := func(m int) int {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		return int(x % uint64(m))
-	}
+	r := rand.New(rand.NewPCG(uint64(n), 1))
 	var ps, before, after [4]int
 	var touched [8]int
 	dist := func(bs []int) float64 {
@@ -499,7 +494,7 @@ func inPairs(values []float64, order []int, pairs Histogram) []int {
 		return d
 	}
 	for range pairIterations * n {
-		i, j := at[n-1-next(heavy)], next(n)
+		i, j := at[n-1-r.IntN(heavy)], r.IntN(n)
 		if i == j {
 			continue
 		}
