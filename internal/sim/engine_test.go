@@ -105,7 +105,7 @@ func TestBusyThreadUsesItsQuota(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Limits.Period = cgroup.DefaultPeriod
-			checkLoneBusy(t, fmt.Sprintf("era %s, quota %v", era, q), timeline(r, c), q)
+			checkLoneBusy(t, fmt.Sprintf("era %s, quota %v", era, q), timeline(r, c), q, c.Limits.Period)
 		}
 	}
 }
