@@ -73,13 +73,7 @@ func newFakePeriods(s *monitor.Scanner) *fakePeriods {
 		if i%2 == 1 || tg.Limits.Unlimited() || tg.Group.UsageUnknown() != "" {
 			continue
 		}
-		h := monitor.PeriodHistograms{
-			Usage:   monitor.Histogram{Bounds: UsageRatioBuckets, Counts: make([]uint64, len(UsageRatioBuckets)+1)},
-			Demand:  monitor.Histogram{Bounds: DemandBuckets, Counts: make([]uint64, len(DemandBuckets)+1)},
-			Pairs:   monitor.Histogram{Bounds: DemandBuckets, Counts: make([]uint64, len(DemandBuckets)+1)},
-			Stall:   monitor.Histogram{Bounds: StallBuckets, Counts: make([]uint64, len(StallBuckets)+1)},
-			Stopped: monitor.Histogram{Bounds: StoppedBuckets, Counts: make([]uint64, len(StoppedBuckets)+1)},
-		}
+		h := monitor.NewPeriodHistograms(UsageRatioBuckets, DemandBuckets, StallBuckets, StoppedBuckets)
 		for j := 0; j < i; j++ {
 			h.Usage.Observe(0.2)
 			h.Demand.Observe(0.1)

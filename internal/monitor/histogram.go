@@ -66,6 +66,13 @@ type PeriodHistograms struct {
 	lastDemand float64 // its demand
 }
 
+// NewPeriodHistograms are empty histograms with the given buckets' upper
+// bounds; the pairs' are the demand's.
+func NewPeriodHistograms(usage, demand, stall, stopped []float64) PeriodHistograms {
+	return PeriodHistograms{Usage: newHistogram(usage), Demand: newHistogram(demand), Pairs: newHistogram(demand),
+		Stall: newHistogram(stall), Stopped: newHistogram(stopped)}
+}
+
 // Observe counts one period of a group with the given quota that can run
 // on at most cpus CPUs (0: no bound); a blurred period is counted in
 // Stretches only.

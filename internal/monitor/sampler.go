@@ -136,11 +136,7 @@ func (s *Sampler) Follow(targets []Target) {
 		g := &sampled{
 			target: t, files: files,
 			tracker: s.newTracker(t.Limits),
-			hist: PeriodHistograms{
-				Usage: newHistogram(s.opts.UsageBuckets), Demand: newHistogram(s.opts.DemandBuckets),
-				Pairs: newHistogram(s.opts.DemandBuckets),
-				Stall: newHistogram(s.opts.StallBuckets), Stopped: newHistogram(s.opts.StoppedBuckets),
-			},
+			hist:    NewPeriodHistograms(s.opts.UsageBuckets, s.opts.DemandBuckets, s.opts.StallBuckets, s.opts.StoppedBuckets),
 		}
 		groups = append(groups, g)
 		byPath[t.Group.Path] = g

@@ -27,7 +27,7 @@ func TestHistogramObserve(t *testing.T) {
 // a gap (the kernel did not count the periods between).
 func TestPeriodHistogramsPairs(t *testing.T) {
 	b := []float64{0.1, 0.5, 1}
-	h := PeriodHistograms{Usage: newHistogram(b), Demand: newHistogram(b), Pairs: newHistogram(b), Stall: newHistogram(b), Stopped: newHistogram(b)}
+	h := NewPeriodHistograms(b, b, b, b)
 	const period = int64(100 * time.Millisecond)
 	quota := 50 * time.Millisecond
 	at := func(k int64, usage time.Duration, blurred bool) trace.Period {

@@ -260,16 +260,11 @@ func assemble(res []model.Vector, opt Options, end time.Time) []Series {
 	key := func(m model.Metric) Key {
 		return Key{Job: string(m["job"]), Instance: string(m["instance"]), Cgroup: string(m["cgroup"])}
 	}
+	// The groups: those with a demand histogram.
 	for _, s := range res[qDemand] {
-		k := key(s.Metric)
-		g := by[k]
-		if g == nil {
-			g = &Series{Key: k, Window: opt.Since, End: end, UsageQuantiles: map[float64]float64{},
+		if k := key(s.Metric); by[k] == nil {
+			by[k] = &Series{Key: k, Window: opt.Since, End: end, UsageQuantiles: map[float64]float64{},
 				Query: "increase(cfsprobe_period_demand_cpus_bucket{" + selectorOf(k) + "}[" + model.Duration(opt.Since).String() + "])"}
-			by[k] = g
-		}
-		if le, err := strconv.ParseFloat(string(s.Metric["le"]), 64); err == nil {
-			g.Demand.add(le, float64(s.Value))
 		}
 	}
 	each := func(q int, f func(g *Series, s *model.Sample)) {
@@ -279,26 +274,23 @@ func assemble(res []model.Vector, opt Options, end time.Time) []Series {
 			}
 		}
 	}
+	// A histogram's buckets (by le), sum and count.
+	histogram := func(buckets, sum, count int, of func(g *Series) *Histogram) {
+		each(buckets, func(g *Series, s *model.Sample) {
+			if le, err := strconv.ParseFloat(string(s.Metric["le"]), 64); err == nil {
+				of(g).add(le, float64(s.Value))
+			}
+		})
+		each(sum, func(g *Series, s *model.Sample) { of(g).Sum = float64(s.Value) })
+		each(count, func(g *Series, s *model.Sample) { of(g).Count = float64(s.Value) })
+	}
 	each(qQuota, func(g *Series, s *model.Sample) { g.QuotaCPUs = float64(s.Value) })
 	each(qPeriod, func(g *Series, s *model.Sample) { g.PeriodSeconds = float64(s.Value) })
 	each(qBurst, func(g *Series, s *model.Sample) { g.BurstSeconds, g.HasBurst = float64(s.Value), true })
 	each(qPeriods, func(g *Series, s *model.Sample) { g.Periods = float64(s.Value) })
-	each(qDemandSum, func(g *Series, s *model.Sample) { g.Demand.Sum = float64(s.Value) })
-	each(qDemandCount, func(g *Series, s *model.Sample) { g.Demand.Count = float64(s.Value) })
-	each(qPairs, func(g *Series, s *model.Sample) {
-		if le, err := strconv.ParseFloat(string(s.Metric["le"]), 64); err == nil {
-			g.Pairs.add(le, float64(s.Value))
-		}
-	})
-	each(qPairsSum, func(g *Series, s *model.Sample) { g.Pairs.Sum = float64(s.Value) })
-	each(qPairsCount, func(g *Series, s *model.Sample) { g.Pairs.Count = float64(s.Value) })
-	each(qStopped, func(g *Series, s *model.Sample) {
-		if le, err := strconv.ParseFloat(string(s.Metric["le"]), 64); err == nil {
-			g.Stopped.add(le, float64(s.Value))
-		}
-	})
-	each(qStoppedSum, func(g *Series, s *model.Sample) { g.Stopped.Sum = float64(s.Value) })
-	each(qStoppedCount, func(g *Series, s *model.Sample) { g.Stopped.Count = float64(s.Value) })
+	histogram(qDemand, qDemandSum, qDemandCount, func(g *Series) *Histogram { return &g.Demand })
+	histogram(qPairs, qPairsSum, qPairsCount, func(g *Series) *Histogram { return &g.Pairs })
+	histogram(qStopped, qStoppedSum, qStoppedCount, func(g *Series) *Histogram { return &g.Stopped })
 	each(qStretches, func(g *Series, s *model.Sample) {
 		g.Stretches = &trace.Stretches{Ended: int64(math.Round(float64(s.Value)))}
 	})

@@ -19,11 +19,7 @@ import (
 // the host.
 func seriesOf(tr *trace.Trace) Series {
 	lim := tr.Limits.Cgroup()
-	newHist := func(bounds []float64) monitor.Histogram {
-		return monitor.Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
-	}
-	h := monitor.PeriodHistograms{Usage: newHist(exporter.UsageRatioBuckets), Demand: newHist(exporter.DemandBuckets),
-		Pairs: newHist(exporter.DemandBuckets), Stall: newHist(exporter.StallBuckets), Stopped: newHist(exporter.StoppedBuckets)}
+	h := monitor.NewPeriodHistograms(exporter.UsageRatioBuckets, exporter.DemandBuckets, exporter.StallBuckets, exporter.StoppedBuckets)
 	for _, p := range tr.Periods {
 		h.Observe(p, lim.Quota, tr.Host.CPUs)
 	}
