@@ -181,35 +181,50 @@ func TestTopOnceJSONRealCgroups(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // throttled by now
 
 	busyGroup, idleGroup := topParent+"/busy", topParent+"/idle"
-	before, idleBefore := readStat(t, l, busyGroup), readStat(t, l, idleGroup)
-	start := time.Now()
 	// 5 s: the per-period sampler learns the group's period grid (to 2 ms)
 	// in a second or two before it measures a stall, and in the qemu guest
-	// 3 s was once not enough (no stall measured).
-	const interval = 5 * time.Second
-	r := cfsprobe(t, "top", "--once", "--json", "--interval", interval.String(), "--cgroup-root", "/sys/fs/cgroup")
-	wall := time.Since(start)
-	after, idleAfter := readStat(t, l, busyGroup), readStat(t, l, idleGroup)
-	if r.code != 0 {
-		t.Fatalf("cfsprobe top: exit %d\n%s", r.code, r.stderr)
-	}
-	var rows []top.Row
-	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
-		t.Fatalf("decode: %v\n%s", err, r.stdout)
-	}
-	ours := map[string]top.Row{}
-	var paths []string
-	for _, row := range rows {
-		if strings.HasPrefix(row.Cgroup, "/"+topParent+"/") || row.Cgroup == "/"+topParent {
-			ours[strings.TrimPrefix(row.Cgroup, "/"+topParent+"/")] = row
-			paths = append(paths, row.Cgroup)
+	// 3 s was once not enough (no stall measured). In a CI run of the whole
+	// suite (2026-11-29, a15d400) 5 s was not either, once, where alone and
+	// beside the fleet test or three busy loops it always was; so a run
+	// that measured no stall is run again over 10 s before the test fails
+	// on it.
+	var (
+		interval                             time.Duration
+		wall                                 time.Duration
+		before, after, idleBefore, idleAfter cgroup.Stat
+		b, i                                 top.Row
+	)
+	for _, interval = range []time.Duration{5 * time.Second, 10 * time.Second} {
+		before, idleBefore = readStat(t, l, busyGroup), readStat(t, l, idleGroup)
+		start := time.Now()
+		r := cfsprobe(t, "top", "--once", "--json", "--interval", interval.String(), "--cgroup-root", "/sys/fs/cgroup")
+		wall = time.Since(start)
+		after, idleAfter = readStat(t, l, busyGroup), readStat(t, l, idleGroup)
+		if r.code != 0 {
+			t.Fatalf("cfsprobe top: exit %d\n%s", r.code, r.stderr)
 		}
+		var rows []top.Row
+		if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+			t.Fatalf("decode: %v\n%s", err, r.stdout)
+		}
+		ours := map[string]top.Row{}
+		var paths []string
+		for _, row := range rows {
+			if strings.HasPrefix(row.Cgroup, "/"+topParent+"/") || row.Cgroup == "/"+topParent {
+				ours[strings.TrimPrefix(row.Cgroup, "/"+topParent+"/")] = row
+				paths = append(paths, row.Cgroup)
+			}
+		}
+		slices.Sort(paths)
+		if want := []string{"/" + busyGroup, "/" + idleGroup}; !slices.Equal(paths, want) {
+			t.Fatalf("top lists %v of the test's groups, want %v (the two with a quota)", paths, want)
+		}
+		b, i = ours["busy"], ours["idle"]
+		if b.WorstStallNs != nil {
+			break
+		}
+		t.Logf("busy: no stall measured in %v", interval)
 	}
-	slices.Sort(paths)
-	if want := []string{"/" + busyGroup, "/" + idleGroup}; !slices.Equal(paths, want) {
-		t.Fatalf("top lists %v of the test's groups, want %v (the two with a quota)", paths, want)
-	}
-	b, i := ours["busy"], ours["idle"]
 	if !b.Ready() || !i.Ready() {
 		t.Fatalf("rows without figures: busy %+v idle %+v", b, i)
 	}
