@@ -198,9 +198,9 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 	idle := int64(math.Round(float64(n)/share)) - int64(n)
 	order := spread(n)
 	if closed {
-		order = inStretches(n, k, int(math.Round(float64(s.Stretches.Ended)*float64(n)/observed)))
+		order = inPairs(values, inStretches(n, k, int(math.Round(float64(s.Stretches.Ended)*float64(n)/observed))), s.Pairs, k)
 	} else {
-		order = inPairs(values, order, s.Pairs)
+		order = inPairs(values, order, s.Pairs, n)
 	}
 	for j := 0; j < n; j++ {
 		start := int64(j) * int64(period)
@@ -435,7 +435,7 @@ func spread(n int) []int {
 	return out
 }
 
-// pairIterations is how many swaps inPairs tries per period: enough that
+// pairIterations is how many swaps inPairs tries per period that moves: enough that
 // the heavy periods of the fleet test's groups find their neighbours
 // (docs/recommend-fleet.md), few enough for a fleet's synthesis.
 const pairIterations = 60
@@ -444,17 +444,20 @@ const pairIterations = 60
 // one) whose consecutive pairs have mean demands that fall in the
 // buckets of pairs (cfsprobe_period_pair_demand_cpus) as often as the
 // group's did, scaled to n−1 pairs: where the group's heavy periods came
-// together, theirs do. It swaps two periods, one of them among the
-// heaviest quarter, and keeps the swap when the pairs' counts come no
-// further from the group's: a distance that weighs each bucket by the
-// square of its bound, since the heavy pairs decide a burst allowance
-// and are few. The swaps come from a pseudo-random sequence seeded by n,
-// so the same series give the same order. Without pairs (an exporter before them) the
-// order is kept.
-func inPairs(values []float64, order []int, pairs Histogram) []int {
+// together, theirs do. Only the movable largest values move: all n, or a
+// closed loop's throttled ones, among themselves, so that its stretches
+// keep their places and which of their periods stood still longest
+// follows the pairs. It swaps two of them, one among the heaviest quarter
+// of those, and keeps the swap when the pairs' counts come no further
+// from the group's: a distance that weighs each bucket by the square of
+// its bound, since the heavy pairs decide a burst allowance and are few.
+// The swaps come from a pseudo-random sequence seeded by n, so the same
+// series give the same order. Without pairs (an exporter before them)
+// the order is kept.
+func inPairs(values []float64, order []int, pairs Histogram, movable int) []int {
 	n := len(order)
 	total := pairs.total()
-	if n < 3 || total < 1 || len(pairs.Bounds) == 0 {
+	if n < 3 || movable < 2 || total < 1 || len(pairs.Bounds) == 0 {
 		return order
 	}
 	counts := pairs.counts()
@@ -482,7 +485,7 @@ func inPairs(values []float64, order []int, pairs Histogram) []int {
 	for i, v := range o {
 		at[v] = i
 	}
-	heavy := max(n/4, 1)
+	heavy := max(movable/4, 1)
 	r := rand.New(rand.NewPCG(uint64(n), 1))
 	var ps, before, after [4]int
 	var touched [8]int
@@ -493,8 +496,11 @@ func inPairs(values []float64, order []int, pairs Histogram) []int {
 		}
 		return d
 	}
-	for range pairIterations * n {
+	for range pairIterations * movable {
 		i, j := at[n-1-r.IntN(heavy)], r.IntN(n)
+		if movable < n {
+			j = at[n-1-r.IntN(movable)]
+		}
 		if i == j {
 			continue
 		}
@@ -546,7 +552,11 @@ func inPairs(values []float64, order []int, pairs Histogram) []int {
 // between them in spread order. A closed loop's work is its usage, only
 // delayed: replay joins a stretch's periods into the one piece of work
 // they were (sim.Replay, closedOffset), and a burst allowance is sized by
-// that piece, which periods spread one by one would hide.
+// that piece, which periods spread one by one would hide. Within a
+// stretch the periods come largest first; inPairs then moves them as the
+// group's pairs say (in the fleet test's closed loops the longest stalls
+// mostly came one at a time, where largest first laid them side by side:
+// docs/recommend-fleet.md).
 func inStretches(n, k, stretches int) []int {
 	if k == 0 || stretches <= 0 {
 		return spread(n)

@@ -320,6 +320,65 @@ func TestSynthesizeClosedLoopInStretches(t *testing.T) {
 	}
 }
 
+// A closed loop whose stretches alternate a long stall (1 CPU of demand,
+// stopped until the refill) with a short one (0.06 CPU under 0.05): 50
+// stretches of 10 throttled periods, each followed by a catch-up. Laid out
+// largest first, each stretch's 5 long stalls come side by side; with the
+// group's pairs, one at a time as the group's did, the stretches and
+// their catch-ups where they were.
+func TestSynthesizeClosedLoopPairs(t *testing.T) {
+	var v []float64
+	for range 50 {
+		for range 5 {
+			v = append(v, 1, 0.06)
+		}
+		v = append(v, 0.04)
+		v = append(v, repeat(0.01, 9)...)
+	}
+	var pairs []float64
+	for i := 1; i < len(v); i++ {
+		pairs = append(pairs, (v[i-1]+v[i])/2)
+	}
+	s := Series{Key: Key{Cgroup: "/closed-pairs"}, Window: 100 * time.Second, QuotaCPUs: 0.05, PeriodSeconds: 0.1,
+		Host: trace.Host{CPUs: 2}, Periods: 1000, Demand: histogramOf(r10, v...), Pairs: histogramOf(r10, pairs...),
+		Stopped:   histogramOf([]float64{1, 2}, repeat(1, 500)...),
+		Stretches: &trace.Stretches{Ended: 50, CaughtUp: 50}}
+	shape := func(tr *trace.Trace) (runs, long, together int) {
+		ps := tr.Periods
+		for i, p := range ps {
+			if p.Throttled && (i == 0 || !ps[i-1].Throttled) {
+				runs++
+			}
+			if p.StallNs > int64(50*time.Millisecond) {
+				long++
+				if i > 0 && ps[i-1].StallNs > int64(50*time.Millisecond) {
+					together++
+				}
+			}
+		}
+		return runs, long, together
+	}
+	tr, _, err := Synthesize(s, SynthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, long, together := shape(tr)
+	t.Logf("with the pairs: %d stretches, %d long stalls, %d right after another", runs, long, together)
+	if runs != 50 || long != 250 || together > 25 {
+		t.Errorf("%d throttled stretches, %d long stalls, %d of them right after another: want 50, 250, and at most 25 (the group's: none)", runs, long, together)
+	}
+	s.Pairs = Histogram{}
+	tr, _, err = Synthesize(s, SynthOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, long, together = shape(tr)
+	t.Logf("without: %d stretches, %d long stalls, %d right after another", runs, long, together)
+	if runs != 50 || long != 250 || together < 150 {
+		t.Errorf("without the pairs: %d throttled stretches, %d long stalls, %d of them right after another: want 50, 250, and each stretch's largest first (at least 150)", runs, long, together)
+	}
+}
+
 // A group stopped on 1 CPU in 90 of its 100 throttled periods, busy all
 // along (1 CPU, in the bucket (0.8, 1]), and on 2 CPUs in 10 (2 CPUs):
 // the synthetic throttled periods are stopped on 1 CPU at exactly 1 CPU
