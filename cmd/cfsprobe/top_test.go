@@ -188,47 +188,19 @@ func TestTopOnceJSONRealCgroups(t *testing.T) {
 	// beside the fleet test or three busy loops it always was; so a run
 	// that measured no stall is run again over 10 s before the test fails
 	// on it.
-	var (
-		interval                             time.Duration
-		wall                                 time.Duration
-		before, after, idleBefore, idleAfter cgroup.Stat
-		b, i                                 top.Row
-	)
-	for _, interval = range []time.Duration{5 * time.Second, 10 * time.Second} {
-		before, idleBefore = readStat(t, l, busyGroup), readStat(t, l, idleGroup)
-		start := time.Now()
-		r := cfsprobe(t, "top", "--once", "--json", "--interval", interval.String(), "--cgroup-root", "/sys/fs/cgroup")
-		wall = time.Since(start)
-		after, idleAfter = readStat(t, l, busyGroup), readStat(t, l, idleGroup)
-		if r.code != 0 {
-			t.Fatalf("cfsprobe top: exit %d\n%s", r.code, r.stderr)
-		}
-		var rows []top.Row
-		if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
-			t.Fatalf("decode: %v\n%s", err, r.stdout)
-		}
-		ours := map[string]top.Row{}
-		var paths []string
-		for _, row := range rows {
-			if strings.HasPrefix(row.Cgroup, "/"+topParent+"/") || row.Cgroup == "/"+topParent {
-				ours[strings.TrimPrefix(row.Cgroup, "/"+topParent+"/")] = row
-				paths = append(paths, row.Cgroup)
-			}
-		}
-		slices.Sort(paths)
-		if want := []string{"/" + busyGroup, "/" + idleGroup}; !slices.Equal(paths, want) {
-			t.Fatalf("top lists %v of the test's groups, want %v (the two with a quota)", paths, want)
-		}
-		b, i = ours["busy"], ours["idle"]
-		if b.WorstStallNs != nil {
+	var run topOnce
+	for _, interval := range []time.Duration{5 * time.Second, 10 * time.Second} {
+		run = runTopOnce(t, l, interval, busyGroup, idleGroup)
+		if run.busy.WorstStallNs != nil {
 			break
 		}
 		t.Logf("busy: no stall measured in %v", interval)
 	}
+	b, i, interval, wall := run.busy, run.idle, run.interval, run.wall
 	if !b.Ready() || !i.Ready() {
 		t.Fatalf("rows without figures: busy %+v idle %+v", b, i)
 	}
-	d := after.Sub(before)
+	d := run.busyStat
 	t.Logf("kernel over %v: periods %d throttled %d (%v); top over %v: periods %d throttled %d (%v), usage %.3f CPUs, throttled %.0f%%, %.2f s/s, worst stall %s",
 		wall.Round(time.Millisecond), d.NrPeriods, d.NrThrottled, time.Duration(d.ThrottledNs),
 		time.Duration(b.Interval.WallNs).Round(time.Millisecond), b.Interval.NrPeriods, b.Interval.NrThrottled, time.Duration(b.Interval.ThrottledNs),
@@ -275,13 +247,54 @@ func TestTopOnceJSONRealCgroups(t *testing.T) {
 		t.Errorf("busy identity: kind %q name %q", b.Kind, b.Name)
 	}
 
-	di := idleAfter.Sub(idleBefore)
+	di := run.idleStat
 	if di.NrPeriods != 0 || i.Interval.NrPeriods != 0 || i.Interval.NrThrottled != 0 || *i.UsageCPUs != 0 || *i.ThrottledRatio != 0 || i.WorstStallNs != nil && *i.WorstStallNs != 0 {
 		t.Errorf("idle group: kernel %+v, top %+v usage %v", di, *i.Interval, *i.UsageCPUs)
 	}
 	if i.Limits.CPUs == nil || *i.Limits.CPUs != 0.5 {
 		t.Errorf("idle limits %+v, want 0.5 CPUs", i.Limits)
 	}
+}
+
+// topOnce is one run of top --once --json: its rows of the test's busy
+// and idle groups, and the kernel's counts of them over the run (read
+// just before it started and just after it ended).
+type topOnce struct {
+	interval, wall     time.Duration
+	busy, idle         top.Row
+	busyStat, idleStat cgroup.Stat
+}
+
+// runTopOnce runs top --once --json over interval and checks that it
+// lists the two groups of the test with a quota.
+func runTopOnce(t *testing.T, l *cgroup.Layout, interval time.Duration, busyGroup, idleGroup string) topOnce {
+	t.Helper()
+	before, idleBefore := readStat(t, l, busyGroup), readStat(t, l, idleGroup)
+	start := time.Now()
+	r := cfsprobe(t, "top", "--once", "--json", "--interval", interval.String(), "--cgroup-root", "/sys/fs/cgroup")
+	run := topOnce{interval: interval, wall: time.Since(start)}
+	run.busyStat, run.idleStat = readStat(t, l, busyGroup).Sub(before), readStat(t, l, idleGroup).Sub(idleBefore)
+	if r.code != 0 {
+		t.Fatalf("cfsprobe top: exit %d\n%s", r.code, r.stderr)
+	}
+	var rows []top.Row
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("decode: %v\n%s", err, r.stdout)
+	}
+	ours := map[string]top.Row{}
+	var paths []string
+	for _, row := range rows {
+		if strings.HasPrefix(row.Cgroup, "/"+topParent+"/") || row.Cgroup == "/"+topParent {
+			ours[strings.TrimPrefix(row.Cgroup, "/"+topParent+"/")] = row
+			paths = append(paths, row.Cgroup)
+		}
+	}
+	slices.Sort(paths)
+	if want := []string{"/" + busyGroup, "/" + idleGroup}; !slices.Equal(paths, want) {
+		t.Fatalf("top lists %v of the test's groups, want %v (the two with a quota)", paths, want)
+	}
+	run.busy, run.idle = ours["busy"], ours["idle"]
+	return run
 }
 
 // tmuxPane runs a command in a detached tmux session of its own server,
