@@ -196,11 +196,11 @@ func Synthesize(s Series, opt SynthOptions) (*trace.Trace, []float64, error) {
 	// period to its count where as many single idle periods between the
 	// counted ones would each be counted.
 	idle := int64(math.Round(float64(n)/share)) - int64(n)
-	order := spread(n)
+	var order []int
 	if closed {
 		order = inPairs(values, inStretches(n, k, int(math.Round(float64(s.Stretches.Ended)*float64(n)/observed))), s.Pairs, k)
 	} else {
-		order = inPairs(values, order, s.Pairs, n)
+		order = inPairs(values, spread(n), s.Pairs, n)
 	}
 	for j := 0; j < n; j++ {
 		start := int64(j) * int64(period)
@@ -497,6 +497,8 @@ func inPairs(values []float64, order []int, pairs Histogram, movable int) []int 
 		return d
 	}
 	for range pairIterations * movable {
+		// i holds a heavy value; j any position, or, when only some
+		// values move, one of theirs.
 		i, j := at[n-1-r.IntN(heavy)], r.IntN(n)
 		if movable < n {
 			j = at[n-1-r.IntN(movable)]
