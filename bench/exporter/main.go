@@ -26,7 +26,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -205,7 +204,7 @@ func (b *bench) mkgroup(rel string, quota time.Duration) error {
 // rmgroup removes the group rel from every hierarchy.
 func (b *bench) rmgroup(rel string) error {
 	for _, h := range b.hier {
-		if err := rmdir(filepath.Join(h, rel)); err != nil {
+		if err := cgroup.Rmdir(filepath.Join(h, rel)); err != nil {
 			return err
 		}
 	}
@@ -215,20 +214,6 @@ func (b *bench) rmgroup(rel string) error {
 	}
 	b.mu.Unlock()
 	return nil
-}
-
-func rmdir(dir string) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := unix.Rmdir(dir)
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("remove %s: %w", dir, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // cleanup kills what the benchmark started and removes what it made,
@@ -898,7 +883,7 @@ func (b *bench) memory(bin, parent string) error {
 func (b *bench) fixtures(bin string) error {
 	b.printf("### Generated Kubernetes node trees on disk, %d limited groups\n\n| layout | exposition | wall | CPU | CPU gzip | allocated |\n|---|---|---|---|---|---|\n", *groupsFlag)
 	for _, layout := range []string{"v1", "v2"} {
-		root, err := genNode(filepath.Join(b.tmp, "fixture"), layout, *groupsFlag)
+		root, err := testenv.WriteNode(filepath.Join(b.tmp, "fixture"), layout, *groupsFlag)
 		if err != nil {
 			return err
 		}
@@ -920,60 +905,4 @@ func (b *bench) fixtures(bin string) error {
 	}
 	b.printf("\nThe files are on ext4, not cgroupfs, and no sampler runs (nothing moves): these isolate what the paths' length costs the exposition.\n")
 	return nil
-}
-
-// genNode writes a node's cgroup root under dir/layout: pods of three
-// containers, all limited, n limited groups.
-func genNode(dir, layout string, n int) (string, error) {
-	root := filepath.Join(dir, layout)
-	var werr error
-	write := func(p, data string) {
-		if werr != nil {
-			return
-		}
-		if werr = os.MkdirAll(filepath.Dir(p), 0o755); werr == nil {
-			werr = os.WriteFile(p, []byte(data), 0o644)
-		}
-	}
-	cpuDir, acctDir := root, root
-	if layout == "v1" {
-		cpuDir, acctDir = filepath.Join(root, "cpu"), filepath.Join(root, "cpuacct")
-	} else {
-		write(filepath.Join(root, "cgroup.controllers"), "cpuset cpu io memory pids\n")
-	}
-	group := func(path string, quota, k int) {
-		c := filepath.Join(cpuDir, path)
-		if layout == "v1" {
-			write(filepath.Join(c, "cpu.cfs_quota_us"), fmt.Sprintf("%d\n", quota))
-			write(filepath.Join(c, "cpu.cfs_period_us"), "100000\n")
-			write(filepath.Join(c, "cpu.cfs_burst_us"), "0\n")
-			write(filepath.Join(c, "cpu.stat"), fmt.Sprintf("nr_periods %d\nnr_throttled %d\nthrottled_time %d\nnr_bursts 0\nburst_time 0\n", 400000+k, 12000+k, 98765432100+int64(k)))
-			write(filepath.Join(acctDir, path, "cpuacct.usage"), fmt.Sprintf("%d\n", 1234567890123+int64(k)))
-			return
-		}
-		max := "max 100000\n"
-		if quota > 0 {
-			max = fmt.Sprintf("%d 100000\n", quota)
-		}
-		if path != "" {
-			write(filepath.Join(c, "cpu.max"), max)
-			write(filepath.Join(c, "cpu.max.burst"), "0\n")
-		}
-		write(filepath.Join(c, "cpu.stat"), fmt.Sprintf("usage_usec %d\nuser_usec 1\nsystem_usec 1\nnr_periods %d\nnr_throttled %d\nthrottled_usec %d\nnr_bursts 0\nburst_usec 0\n",
-			1234567890+k, 400000+k, 12000+k, 98765432+k))
-	}
-	group("", -1, 0)
-	group("/kubepods.slice", -1, 0)
-	group("/kubepods.slice/kubepods-burstable.slice", -1, 0)
-	limited := 0
-	for i := 0; limited < n; i++ {
-		pod := fmt.Sprintf("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%08x_1b2c_4d3e_8f4a_%012x.slice", i, i)
-		group(pod, 300000, i)
-		limited++
-		for j := 0; j < 3 && limited < n; j++ {
-			group(fmt.Sprintf("%s/cri-containerd-%056x%08x.scope", pod, i, j), 100000, i*3+j)
-			limited++
-		}
-	}
-	return root, werr
 }

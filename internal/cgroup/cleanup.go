@@ -121,7 +121,7 @@ func (m *Manager) Remove(l Leftover) error {
 	if err := killAll(l.Dir, kill); err != nil {
 		return err
 	}
-	if err := rmdirRetry(l.Dir); err != nil {
+	if err := Rmdir(l.Dir); err != nil {
 		return err
 	}
 	removeIfEmpty(filepath.Dir(l.Dir))

@@ -304,7 +304,7 @@ func (b *base) destroy(kill func() error) error {
 		kill = nil // one cgroup.kill is enough
 	}
 	for _, d := range b.dirs {
-		if err := rmdirRetry(d); err != nil {
+		if err := Rmdir(d); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -342,9 +342,10 @@ func killAll(dir string, groupKill func() error) error {
 	}
 }
 
-// rmdirRetry removes a cgroup directory; the kernel may report EBUSY for
-// a moment after the last task has exited.
-func rmdirRetry(dir string) error {
+// Rmdir removes a cgroup directory, retrying for up to 5 s while the
+// kernel reports it busy: it may for a moment after the last task has
+// exited. A directory already gone is not an error.
+func Rmdir(dir string) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		err := unix.Rmdir(dir)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"net"
 	"net/http"
@@ -26,7 +25,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
@@ -99,7 +97,7 @@ func (rt *realTree) add(name string, quota time.Duration) error {
 // remove removes the child name.
 func (rt *realTree) remove(name string) error {
 	for _, h := range rt.hier {
-		if err := rmdirRetry(filepath.Join(h, rt.parent, name)); err != nil {
+		if err := cgroup.Rmdir(filepath.Join(h, rt.parent, name)); err != nil {
 			return err
 		}
 	}
@@ -133,28 +131,12 @@ func (rt *realTree) removeAll() {
 	}
 	for _, h := range rt.hier {
 		d := filepath.Join(h, rt.parent)
-		if err := rmdirRetry(d); err != nil {
+		if err := cgroup.Rmdir(d); err != nil {
 			rt.t.Errorf("remove cgroup: %v", err)
 		}
 		if _, err := os.Stat(d); err == nil {
 			rt.t.Errorf("cgroup %s left behind", d)
 		}
-	}
-}
-
-// rmdirRetry removes a cgroup directory, retrying while the kernel still
-// counts a task that has just exited.
-func rmdirRetry(dir string) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := unix.Rmdir(dir)
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("remove %s: %w", dir, err)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -1,8 +1,6 @@
 package monitor
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
@@ -204,20 +200,11 @@ func enableCPU(t *testing.T, dir string) {
 	}
 }
 
-// rmdir removes a cgroup directory, retrying while the kernel still
-// counts a task that has just exited.
+// rmdir removes a cgroup directory (cgroup.Rmdir) and fails the test if
+// it cannot.
 func rmdir(t *testing.T, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := unix.Rmdir(dir)
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return
-		}
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-			t.Errorf("remove cgroup %s: %v", dir, err)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := cgroup.Rmdir(dir); err != nil {
+		t.Error(err)
 	}
 }
