@@ -103,9 +103,7 @@ func newRow(r Named, reps map[string]int) row {
 			w.Expectations = append(w.Expectations, expectation{OK: e.OK, Text: e.Text, Value: expectValue(e)})
 		}
 	}
-	if t.Spec.Simulated != nil {
-		w.Name += " (simulated)"
-	}
+	w.Name = shownName(w.Name, t)
 	if w.Limited {
 		w.Limit = fmt.Sprintf("%.3g CPUs", cpus(t.Limits))
 		w.Throttled = fmt.Sprintf("%d/%d", s.NrThrottled, s.NrPeriods)
@@ -189,6 +187,15 @@ func dur(ns int64) string {
 		return strings.TrimSuffix(s, "us") + "µs"
 	}
 	return s
+}
+
+// shownName is the name a run is shown under: a simulated run says it is
+// one, in every format.
+func shownName(name string, t *trace.Trace) string {
+	if t.Spec.Simulated != nil {
+		return name + " (simulated)"
+	}
+	return name
 }
 
 // hostLine describes the machine in one line; for a simulated run, the

@@ -11,7 +11,8 @@ import (
 
 // A simulated run (cfsprobe simulate) is marked as such wherever a
 // measured run names its host: the summary, the text, markdown and HTML
-// reports, and its row says "(simulated)". It does not name the machine
+// reports, and its row says "(simulated)", also in the terminal's table of
+// runs side by side. It does not name the machine
 // that simulated it.
 func TestSimulatedHost(t *testing.T) {
 	runs := loadFiles(t, filepath.Join(runsDir, "parallel-cpus1.json"))
@@ -37,8 +38,9 @@ func TestSimulatedHost(t *testing.T) {
 		}
 	}
 	measured := loadFiles(t, filepath.Join(runsDir, "parallel-cpus1.json"))
+	both := append(measured, runs...)
 	var b bytes.Buffer
-	if err := Write(&b, FormatMarkdown, "", append(measured, runs...)); err != nil {
+	if err := Write(&b, FormatMarkdown, "", both); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "Linux "+measured[0].Trace.Host.Kernel) {
@@ -46,6 +48,15 @@ func TestSimulatedHost(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "| parallel-cpus1 (simulated) |") || !strings.Contains(b.String(), "| parallel-cpus1 |") {
 		t.Errorf("a measured and a simulated run: the rows do not tell them apart:\n%s", b.String())
+	}
+	// The terminal's table of runs side by side (cfsprobe report a.json b.json).
+	b.Reset()
+	if err := Write(&b, FormatText, "", both); err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(rows) != 3 || strings.Contains(rows[1], "(simulated)") || !strings.Contains(rows[2], "parallel-cpus1 (simulated)") {
+		t.Errorf("text table: the measured run's row and the simulated run's should tell them apart:\n%s", b.String())
 	}
 }
 

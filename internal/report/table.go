@@ -35,7 +35,7 @@ func Table(w io.Writer, runs []Named) error {
 			p50, p99, p999, pmax = Dur(p.P50), Dur(p.P99), Dur(p.P999), Dur(p.Max)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.2f CPUs\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t\n",
-			r.Name, limit, s.CPURatio, throttled, s.NrThrottled, s.NrPeriods, Dur(s.ThrottledNs), p50, p99, p999, pmax)
+			shownName(r.Name, t), limit, s.CPURatio, throttled, s.NrThrottled, s.NrPeriods, Dur(s.ThrottledNs), p50, p99, p999, pmax)
 	}
 	return tw.Flush()
 }
