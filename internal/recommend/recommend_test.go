@@ -112,7 +112,8 @@ func TestNoPeers(t *testing.T) {
 // Censored input: the same workload (2 threads that each burn 80 ms of
 // CPU once a second, bursty --every 1s) recorded under a too-tight limit
 // (0.2 CPU, throttled in most of its active periods) and without one:
-// the advice is within 15 %, not shrunk toward the limit.
+// the advice is within 15 %, not shrunk toward the limit, and the demand
+// is the same.
 func TestCensoredTightLimit(t *testing.T) {
 	free := advise(t, "recorded-bursty-2-threads-80ms-per-second-unlimited", Options{})
 	tight := advise(t, "recorded-bursty-2-threads-80ms-per-second-0.2cpu", Options{})
@@ -127,6 +128,13 @@ func TestCensoredTightLimit(t *testing.T) {
 	}
 	if b <= 0.2*1.5 {
 		t.Errorf("recommended %s from a trace throttled at 0.2 CPU: shrunk toward the limit", tight.Recommended.Setting)
+	}
+	// The bursts come on their schedule (--every): the stalls delayed
+	// each burst's work, not the next burst, so the demand is what the
+	// group used, as without the limit (read as a closed loop, with the
+	// stalls cut out of the schedule: 0.44 CPUs).
+	if tight.Model.Demand != "scheduled" || math.Abs(tight.Model.DemandCPUs-free.Model.DemandCPUs) > 0.05*free.Model.DemandCPUs {
+		t.Errorf("demand %.3f CPUs (%s) under 0.2 CPU, %.3f (%s) unlimited: want the schedule's, the same", tight.Model.DemandCPUs, tight.Model.Demand, free.Model.DemandCPUs, free.Model.Demand)
 	}
 }
 

@@ -32,6 +32,10 @@ import (
 //     answer): the stall only delayed the work. The replay is the run
 //     with its stalls cut out: the same work, sooner, and every pause
 //     kept as it was.
+//   - scheduled: fixed work that comes at its own times (a job every
+//     second): as closed, but a burst after an idle pause comes when it
+//     came in the trace, not earlier by the stalls before it; under a
+//     tighter limit it waits for the one before to finish.
 //   - open: work arrives on its own clock and queues while the group
 //     stands still. The work missed in a stall is extra demand of that
 //     period, and the usage of later periods that served it is not new.
@@ -44,9 +48,10 @@ import (
 // parallelism (where a throttled period shows the group ran from its
 // start until the quota ran out); each CPU's share is a lane, one
 // simulated thread, that keeps the workload's response to a limit: a
-// closed lane's pauses are relative to the end of its work, an open
-// lane's work arrives at fixed times and queues, a timed lane spins until
-// a fixed time.
+// closed lane's pauses are relative to the end of its work, a scheduled
+// lane's too but for a pause before a burst after an idle one, which ends
+// at a fixed time, an open lane's work arrives at fixed times and queues,
+// a timed lane spins until a fixed time.
 
 // Demand names how a workload answers its group standing still: how the
 // work a throttled period could not do is reconstructed.
@@ -55,6 +60,9 @@ type Demand string
 const (
 	// DemandClosed: the work was delayed, not lost or added to.
 	DemandClosed Demand = "closed"
+	// DemandScheduled: the work was delayed, and the work that came
+	// after an idle pause came at its time all the same.
+	DemandScheduled Demand = "scheduled"
 	// DemandOpen: work kept arriving and queued.
 	DemandOpen Demand = "open"
 	// DemandTimed: the work of the time the group stood still was lost.
@@ -62,7 +70,7 @@ const (
 )
 
 // Demands lists the methods.
-func Demands() []Demand { return []Demand{DemandClosed, DemandOpen, DemandTimed} }
+func Demands() []Demand { return []Demand{DemandClosed, DemandScheduled, DemandOpen, DemandTimed} }
 
 // ParseDemand reads a method's name.
 func ParseDemand(s string) (Demand, error) {
@@ -148,7 +156,7 @@ func (r *Replayer) Record() *trace.Replay {
 
 // TraceDemand is the method a trace is replayed with by default, and who
 // chose it: a built-in workload's flags say whether it burns CPU time
-// (closed) or wall time (timed); a synthetic trace (Spec.Synthetic), whose
+// (closed; scheduled when its bursts come --every) or wall time (timed); a synthetic trace (Spec.Synthetic), whose
 // periods stand for a distribution of per-period demand in no real order,
 // is replayed period by period, each wanting its own demand and none of
 // it carried to another (timed), unless the throttled stretches the
@@ -167,6 +175,8 @@ func TraceDemand(spec trace.Spec) (Demand, string) {
 		// --burn-cpu and --on-cpu, when set, take the place of --burn
 		// and --on; parallel runs for --duration unless --events ends it.
 		switch {
+		case p.Bursty != nil && p.Bursty.OnCPU > 0 && p.Bursty.Every > 0:
+			return DemandScheduled, "params"
 		case p.Periodic != nil && p.Periodic.BurnCPU > 0, p.Bursty != nil && p.Bursty.OnCPU > 0,
 			p.Parallel != nil && p.Parallel.Events > 0:
 			return DemandClosed, "params"
@@ -185,6 +195,11 @@ type burst struct {
 	work time.Duration
 	par  float64
 	wall time.Duration
+	// anchored: a scheduled burst after an idle pause, which comes at
+	// anchor (in the trace's time, no stall cut out) or, when the one
+	// before is late, as soon as that one is done.
+	anchored bool
+	anchor   time.Duration
 }
 
 // lane is the share of the burst of the lane'th CPU: the time it is busy,
@@ -264,8 +279,12 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		}
 		missed := time.Duration(missedCPUs * float64(notRun))
 		switch method {
-		case DemandClosed:
-			b.at += closedOffset(ps, i, b.work, b.par, notRun) - cut
+		case DemandClosed, DemandScheduled:
+			off := closedOffset(ps, i, b.work, b.par, notRun)
+			if method == DemandScheduled && (i == 0 || ps[i-1].stall == 0 && !ps[i-1].endBusy) {
+				b.anchored, b.anchor = true, b.at+off
+			}
+			b.at += off - cut
 			cut += notRun
 		case DemandOpen:
 			served := min(backlog, b.work)
@@ -295,6 +314,9 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		}
 		demanded += b.work
 		d.bursts = append(d.bursts, b)
+	}
+	if method == DemandScheduled {
+		cut = 0 // the schedule keeps the timeline's length
 	}
 	rec := &trace.Replay{
 		Source: opt.Source, Workload: tr.Spec.Workload, Limits: tr.Limits, Periods: len(tr.Periods), UsageNs: int64(used),
@@ -441,11 +463,15 @@ func (d demand) laneSteps() [][]laneStep {
 				continue
 			}
 			switch d.method {
-			case DemandClosed:
+			case DemandClosed, DemandScheduled:
 				// The pause before is kept, from the end of the lane's
-				// previous work.
-				steps = append(steps, laneStep{kind: Sleep, d: max(b.at-end, 0), relative: true},
-					laneStep{kind: Burn, d: share})
+				// previous work; a scheduled burst after an idle pause
+				// comes at its time, or at once when the lane is late.
+				pause := laneStep{kind: Sleep, d: max(b.at-end, 0), relative: true}
+				if b.anchored {
+					pause = laneStep{kind: Sleep, d: b.anchor}
+				}
+				steps = append(steps, pause, laneStep{kind: Burn, d: share})
 			case DemandOpen:
 				steps = append(steps, laneStep{kind: Sleep, d: b.at},
 					laneStep{kind: Burn, d: share})
@@ -506,15 +532,19 @@ the load?
 A throttled period's usage is only a lower bound of the demand: the group
 stood still for the period's stall. The work it would have done then is the
 stall times the CPUs it ran on, and --demand says what became of it:
-  closed  delayed: a fixed amount of work, or clients that wait for each
-          answer; the replay is the run with its stalls cut out
-  open    it kept coming and queued: a service; it is demand of the period,
-          and the periods that served it first did no more
-  timed   lost: a loop that runs for a time (a busy-wait, a run for a
-          duration); the group runs on through the stall
+  closed     delayed: a fixed amount of work, or clients that wait for
+             each answer; the replay is the run with its stalls cut out
+  scheduled  delayed, and the work came at its own times (a job every
+             second): as closed, but a burst after an idle pause comes at
+             its time in the trace
+  open       it kept coming and queued: a service; it is demand of the
+             period, and the periods that served it first did no more
+  timed      lost: a loop that runs for a time (a busy-wait, a run for a
+             duration); the group runs on through the stall
 The default comes from the trace: a built-in workload's flags (--on-cpu,
---burn-cpu, --events: closed; --on, --burn, --duration: timed); a command or a
-recorded group is taken for a service (open).
+--burn-cpu, --events: closed, and --on-cpu with --every: scheduled; --on,
+--burn, --duration: timed); a command or a recorded group is taken for a
+service (open).
 
 Each period's work arrives at its start (closed: a burst cut by a period's
 end stays whole) and runs on as many CPUs as the group used when it had

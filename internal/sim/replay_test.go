@@ -113,6 +113,72 @@ func TestReplayClosedCutsTheStalls(t *testing.T) {
 	}
 }
 
+// One thread that burns 60 ms of CPU every 500 ms (bursty --on-cpu
+// --every) under 20 ms: each burst runs 20 ms in three periods, standing
+// still 80 ms in the first two, and the next comes on its schedule, 200
+// ms after the last one ended. Scheduled: as closed within a burst, the
+// stalls cut out, but a burst after an idle pause comes at its time, not
+// 160 ms earlier, so the demand is its usage over the whole timeline
+// (closed would make it the usage over the timeline less the stalls:
+// more than twice as much).
+func TestReplayScheduledKeepsTheSchedule(t *testing.T) {
+	burst := [][3]int64{{20, 80, 1}, {20, 80, 1}, {20, 0, 0}, {0, 0, 0}, {0, 0, 0}}
+	var rows [][3]int64
+	for range 2 {
+		rows = append(rows, burst...)
+	}
+	tr := limitedTrace(20*ms, recorded(), periodsOf(rows...))
+	for _, tc := range []struct {
+		method Demand
+		span   time.Duration
+		second time.Duration // when the second burst comes, unlimited
+	}{
+		{DemandScheduled, 1000 * ms, 500 * ms},
+		{DemandClosed, 680 * ms, 340 * ms},
+	} {
+		d, rec, err := reconstruct(tr, ReplayOptions{Demand: tc.method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.SpanNs != int64(tc.span) || rec.DemandNs != int64(120*ms) {
+			t.Errorf("%s: span %v, demand %v: want %v and 120ms", tc.method, time.Duration(rec.SpanNs), time.Duration(rec.DemandNs), tc.span)
+		}
+		// Within a burst the work is one piece, with the stalls cut out.
+		checkBursts(t, d.bursts, []wantBurst{{0, 20 * ms, 1}, {20 * ms, 20 * ms, 1}, {40 * ms, 20 * ms, 1},
+			{340 * ms, 20 * ms, 1}, {360 * ms, 20 * ms, 1}, {380 * ms, 20 * ms, 1}})
+		// Unlimited, the first burst is done at 60 ms; the lane then
+		// sleeps until the second burst: at its time when scheduled,
+		// 280 ms after the first ended (its pause, the stalls cut out)
+		// when closed.
+		th := d.threads()
+		var now, wake time.Duration
+		for range 4 {
+			switch st := th[0].Behavior.Next(now, nil); st.Kind {
+			case Burn:
+				now += st.CPU
+			case Sleep:
+				wake, now = st.Until, st.Until
+			}
+		}
+		if wake != tc.second {
+			t.Errorf("%s: the second burst comes at %v, want %v", tc.method, wake, tc.second)
+		}
+	}
+	// Late: when the first burst still runs at the second's time, the
+	// second begins as soon as it is done.
+	d, _, err := reconstruct(tr, ReplayOptions{Demand: DemandScheduled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := d.threads()
+	for range 3 {
+		th[0].Behavior.Next(0, nil) // the first burst's work
+	}
+	if st := th[0].Behavior.Next(600*ms, nil); st.Kind != Burn || st.CPU != 20*ms {
+		t.Errorf("at 600 ms, after the second burst's time: %+v, want its work at once", st)
+	}
+}
+
 // One thread that burns 30 ms of CPU and sleeps (bursty --on-cpu) under
 // 20 ms: a burst that a period's end cut into 12 and 18 ms (period 0 busy
 // at its end), then one that began 40 ms into period 2, ran its 20 ms,
@@ -206,6 +272,8 @@ func TestTraceDemand(t *testing.T) {
 		want   Demand
 	}{
 		{&trace.Params{Bursty: &trace.BurstyParams{On: 50 * ms, OnCPU: 30 * ms}}, DemandClosed},
+		{&trace.Params{Bursty: &trace.BurstyParams{On: 50 * ms, OnCPU: 30 * ms, Every: time.Second}}, DemandScheduled},
+		{&trace.Params{Bursty: &trace.BurstyParams{On: 50 * ms, Every: time.Second}}, DemandTimed},
 		{&trace.Params{Bursty: &trace.BurstyParams{On: 50 * ms}}, DemandTimed},
 		{&trace.Params{Periodic: &trace.PeriodicParams{Burn: 5 * ms}}, DemandTimed},
 		{&trace.Params{Periodic: &trace.PeriodicParams{Burn: 5 * ms, BurnCPU: 5 * ms}}, DemandClosed},
@@ -303,7 +371,7 @@ func TestReplayErrors(t *testing.T) {
 		{ok, ReplayOptions{Scale: -1}, "scale -1"},
 		{ok, ReplayOptions{Scale: math.NaN()}, "scale NaN"},
 		{ok, ReplayOptions{Scale: 1000}, "scale 1000"},
-		{ok, ReplayOptions{Demand: "closed-loop"}, `"closed-loop" is not one of closed, open, timed`},
+		{ok, ReplayOptions{Demand: "closed-loop"}, `"closed-loop" is not one of closed, scheduled, open, timed`},
 		{ok, ReplayOptions{Parallelism: -2}, "parallelism -2"},
 		{ok, ReplayOptions{Parallelism: 4000, Scale: 2}, "more than 4096"},
 		{limitedTrace(20*ms, recorded(), []trace.Period{{StartNs: 5, EndNs: 5}}), ReplayOptions{}, "not after its start"},

@@ -14,9 +14,10 @@ type Replay struct {
 	Periods  int    `json:"periods"`
 	UsageNs  int64  `json:"usage_ns"`
 	// Demand is how the work the group could not do while it stood
-	// still was reconstructed: "closed", "open" or "timed"; DemandFrom
-	// says who chose it: "params" (the built-in workload's flags),
-	// "default" (a trace without them) or "given".
+	// still was reconstructed: "closed", "scheduled", "open" or "timed";
+	// DemandFrom says who chose it: "params" (the built-in workload's
+	// flags), "synthetic" (a synthetic trace), "default" (a trace without
+	// them) or "given".
 	Demand     string `json:"demand"`
 	DemandFrom string `json:"demand_from"`
 	// Parallelism is the number of CPUs the group's work ran on at once
@@ -34,7 +35,8 @@ type Replay struct {
 	// SpanNs is the length of the replayed timeline: the source's
 	// periods from the first one's start to the last one's end, less the
 	// time the closed method cut out (the group stood still and, unlimited,
-	// would have run on instead). DemandNs / SpanNs is the demand's
-	// average in CPUs.
+	// would have run on instead; the scheduled method keeps it: the
+	// schedule did not move). DemandNs / SpanNs is the demand's average
+	// in CPUs.
 	SpanNs int64 `json:"span_ns"`
 }
