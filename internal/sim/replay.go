@@ -156,14 +156,15 @@ func (r *Replayer) Record() *trace.Replay {
 
 // TraceDemand is the method a trace is replayed with by default, and who
 // chose it: a built-in workload's flags say whether it burns CPU time
-// (closed; scheduled when its bursts come --every) or wall time (timed); a synthetic trace (Spec.Synthetic), whose
-// periods stand for a distribution of per-period demand in no real order,
-// is replayed period by period, each wanting its own demand and none of
-// it carried to another (timed), unless the throttled stretches the
-// exporter counted show a closed loop (Spec.Stretches, Stretches.Closed):
-// then its usage is its work, only delayed (closed); anything else, a
-// command or a recorded group, is taken for a service whose requests come
-// on their own (open).
+// (closed; scheduled when its bursts come --every) or wall time (timed);
+// a synthetic trace (Spec.Synthetic), whose periods stand for a
+// distribution of per-period demand in no real order, is replayed period
+// by period, each wanting its own demand and none of it carried to
+// another (timed), unless the throttled stretches the exporter counted
+// show a closed loop (Spec.Stretches, Stretches.Closed): then its usage
+// is its work, only delayed (closed); anything else, a command or a
+// recorded group, is taken for a service whose requests come on their
+// own (open).
 func TraceDemand(spec trace.Spec) (Demand, string) {
 	if spec.Synthetic != "" {
 		if st := spec.Stretches; st != nil && st.Closed() {
@@ -315,14 +316,15 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		demanded += b.work
 		d.bursts = append(d.bursts, b)
 	}
-	if method == DemandScheduled {
-		cut = 0 // the schedule keeps the timeline's length
+	span := ps[len(ps)-1].start + ps[len(ps)-1].length
+	if method == DemandClosed {
+		span -= cut // a scheduled replay's bursts keep their times
 	}
 	rec := &trace.Replay{
 		Source: opt.Source, Workload: tr.Spec.Workload, Limits: tr.Limits, Periods: len(tr.Periods), UsageNs: int64(used),
 		Demand: string(method), DemandFrom: from, Parallelism: par, ParallelismFrom: parFrom,
 		Scale: scale, DemandNs: int64(demanded),
-		SpanNs: int64(ps[len(ps)-1].start + ps[len(ps)-1].length - cut),
+		SpanNs: int64(span),
 	}
 	return d, rec, nil
 }
