@@ -111,7 +111,7 @@ func advice(verdict string, k Kernel) []string {
 		}
 	case NotAffected:
 		return []string{
-			"Nothing to fix in the kernel. Throttling you still see comes from workloads that need more CPU than their limit in some periods: measure them with cfsprobe run and size the limit from what they use.",
+			"Nothing to fix in the kernel. Throttling you still see comes from workloads that need more CPU than their limit in some periods: cfsprobe recommend sizes their limit, burst or thread cap from their per-period demand (a trace of cfsprobe run, a live group with --cgroup PATH --duration 2m, or a fleet with --prometheus URL).",
 		}
 	default:
 		a := []string{"Run cfsprobe check again on a quiet machine (nothing else busy); the reason above says what was missing."}
