@@ -282,7 +282,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 		switch method {
 		case DemandClosed, DemandScheduled:
 			off := closedOffset(ps, i, b.work, b.par, notRun)
-			if method == DemandScheduled && (i == 0 || ps[i-1].stall == 0 && !ps[i-1].endBusy) {
+			if method == DemandScheduled && !carriedOver(ps, i) {
 				b.anchored, b.anchor = true, b.at+off
 			}
 			b.at += off - cut
@@ -345,7 +345,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 //   - Else it ran from its start.
 func closedOffset(ps []period, i int, work time.Duration, par float64, notRun time.Duration) time.Duration {
 	p := ps[i]
-	if par <= 0 || i > 0 && (ps[i-1].stall > 0 || ps[i-1].endBusy) {
+	if par <= 0 || carriedOver(ps, i) {
 		return 0
 	}
 	wall := time.Duration(float64(work) / par)
@@ -356,6 +356,14 @@ func closedOffset(ps []period, i int, work time.Duration, par float64, notRun ti
 		return max(p.length-wall, 0)
 	}
 	return 0
+}
+
+// carriedOver says that work ran on into period i from the one before:
+// that one was throttled (the refill let the group go) or busy at its
+// end. Else the group was idle at the boundary, and period i's work came
+// after a pause.
+func carriedOver(ps []period, i int) bool {
+	return i > 0 && (ps[i-1].stall > 0 || ps[i-1].endBusy)
 }
 
 // period is what replay reads of a trace's period.
