@@ -82,7 +82,7 @@ func ParseDemand(s string) (Demand, error) {
 	return "", fmt.Errorf("demand %q is not one of %s", s, demandNames())
 }
 
-// demandNames lists the methods' names for people: "closed, open, timed".
+// demandNames lists the methods' names for people: "closed, scheduled, open, timed".
 func demandNames() string {
 	names := make([]string, len(Demands()))
 	for i, d := range Demands() {
