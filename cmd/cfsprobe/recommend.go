@@ -129,7 +129,7 @@ stderr.`,
 	fl.Float64Var(&f.maxCPUs, "max-cpus", 0, "the most CPUs a limit may reserve before removing it is advised (default: the CPUs the group can use)")
 	fl.StringVar(&f.kernel, "kernel", "", "kernel era to model: "+sim.EraNames()+" (default: the era of the trace's kernel)")
 	fl.IntVar(&f.hostCPUs, "host-cpus", 0, "CPUs of the simulated host (default: the trace's host's)")
-	fl.StringVar(&f.demand, "demand", "", "closed, scheduled, open or timed: what became of the work a throttled group could not do (default: from the trace; see cfsprobe simulate replay --help)")
+	fl.StringVar(&f.demand, "demand", "", sim.DemandNames()+": what became of the work a throttled group could not do (default: from the trace; see cfsprobe simulate replay --help)")
 	fl.BoolVar(&f.json, "json", false, "print the advice as JSON (--format json)")
 	fl.StringVar(&f.format, "format", "", "output: table, json, k8s or markdown (default table)")
 	fl.BoolVar(&f.verify, "verify", false, "rerun each trace's workload under the recommendation, the peers', the current and no limit, and show measured beside predicted (root)")

@@ -425,9 +425,7 @@ func demandOf(tr *trace.Trace) (sim.Demand, string) {
 	case st.Ended == 0:
 		return sim.DemandOpen, "no throttled period"
 	case st.Closed():
-		// Work that comes at its own times catches up too, and the
-		// stretches cannot tell it from a closed loop.
-		return sim.DemandClosed, fmt.Sprintf("%d of %d throttled stretches caught up after; for work that comes at its own times, --demand scheduled", st.CaughtUp, st.Ended)
+		return sim.DemandClosed, fmt.Sprintf("%d of %d throttled stretches caught up after", st.CaughtUp, st.Ended)
 	}
 	return sim.DemandTimed, fmt.Sprintf("%d of %d throttled stretches caught up after: the work of the others' stalls was lost", st.CaughtUp, st.Ended)
 }

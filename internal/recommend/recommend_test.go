@@ -539,3 +539,25 @@ func goldenFile(name string, f Format) string {
 	ext := map[Format]string{FormatTable: "txt", FormatJSON: "json", FormatK8s: "yaml", FormatMarkdown: "md"}[f]
 	return filepath.Join("testdata", "golden", name+"."+ext)
 }
+
+// A recorded group read as a closed loop from its stretches says that
+// --demand scheduled reads it the other way; a built-in workload's flags,
+// a method given and a synthetic trace leave nothing to say.
+func TestNotesClosedFromStretches(t *testing.T) {
+	for _, tc := range []struct {
+		demand, from, synthetic string
+		want                    bool
+	}{
+		{"closed", "9 of 10 throttled stretches caught up after", "", true},
+		{"closed", "params", "", false},
+		{"closed", "given", "", false},
+		{"closed", "synthetic", "prometheus", false},
+		{"timed", "1 of 10 throttled stretches caught up after: the work of the others' stalls was lost", "", false},
+	} {
+		g := &Group{Synthetic: tc.synthetic, Model: Model{Demand: tc.demand, DemandFrom: tc.from}}
+		got := strings.Contains(strings.Join(g.notes(), "\n"), "--demand scheduled")
+		if got != tc.want {
+			t.Errorf("%s from %q (synthetic %q): notes %q, want the hint %v", tc.demand, tc.from, tc.synthetic, g.notes(), tc.want)
+		}
+	}
+}

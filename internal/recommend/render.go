@@ -12,6 +12,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/cpuview"
 	"github.com/cfsprobe/cfsprobe/internal/report"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -167,13 +168,19 @@ func (g *Group) about() string {
 		cpus(float64(m.Parallelism)), m.ParallelismFrom, m.Era, cpus(float64(m.HostCPUs)), time.Duration(m.PeriodNs))
 }
 
-// notes are the lines under a group's table: the peers' input and the
-// limits their predictions use (none without peers).
+// notes are the lines under a group's table: the other reading of a
+// recorded closed loop, the peers' input and the limits their
+// predictions use.
 func (g *Group) notes() []string {
-	if len(g.Peers) == 0 {
-		return nil
-	}
 	var out []string
+	if m := g.Model; m.Demand == string(sim.DemandClosed) && g.Synthetic == "" && m.DemandFrom != "params" && m.DemandFrom != "given" {
+		// Read from its stretches: work that comes at its own times
+		// catches up too, and they cannot tell it from a closed loop.
+		out = append(out, "read as a closed loop from its throttled stretches; if its work comes at its own times (a job every second, requests that do not wait for the last answer), --demand scheduled keeps them")
+	}
+	if len(g.Peers) == 0 {
+		return out
+	}
 	n := len(g.Windows.UsageCPUs)
 	avg := 0.0
 	for _, u := range g.Windows.UsageCPUs {

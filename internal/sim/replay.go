@@ -79,11 +79,12 @@ func ParseDemand(s string) (Demand, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("demand %q is not one of %s", s, demandNames())
+	return "", fmt.Errorf("demand %q is not one of %s", s, DemandNames())
 }
 
-// demandNames lists the methods' names for people: "closed, scheduled, open, timed".
-func demandNames() string {
+// DemandNames lists the methods' names for people: "closed, scheduled,
+// open, timed".
+func DemandNames() string {
 	names := make([]string, len(Demands()))
 	for i, d := range Demands() {
 		names[i] = string(d)
@@ -581,7 +582,7 @@ Examples:
 // replayFlags are the replay workload's flags.
 func replayFlags(fs *pflag.FlagSet, file *string, opt *ReplayOptions) *string {
 	fs.StringVar(file, "trace", "", "the trace to replay (saved by cfsprobe run, record or simulate with --out)")
-	demand := fs.String("demand", "", demandNames()+": what became of the work the group could not do while it stood still (default: from the trace)")
+	demand := fs.String("demand", "", DemandNames()+": what became of the work the group could not do while it stood still (default: from the trace)")
 	fs.IntVar(&opt.Parallelism, "parallelism", 0, "CPUs the group's work runs on at once (default: from the trace)")
 	fs.Float64Var(&opt.Scale, "scale", 1, "multiply the demand: F times the work on F times the CPUs, in the same time")
 	return demand
@@ -615,7 +616,7 @@ func prepareReplay(p *Plan, args []string) error {
 	if *demand != "" {
 		d, err := ParseDemand(*demand)
 		if err != nil {
-			return fmt.Errorf("workload replay: --demand %s: use one of %s %s", *demand, demandNames(), hint)
+			return fmt.Errorf("workload replay: --demand %s: use one of %s %s", *demand, DemandNames(), hint)
 		}
 		opt.Demand = d
 	}
