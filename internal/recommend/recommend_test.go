@@ -23,7 +23,10 @@ import (
 // named recorded-* are cfsprobe run's, on a 2-CPU host with Linux 6.18
 // (cgroup v1): a simulated closed loop repeats itself to the
 // microsecond and keeps its place in the periods for ever, which a real
-// one, whose wake-ups come a little late, does not.
+// one, whose wake-ups come a little late, does not. The recorded-1-thread
+// one is the fleet test's live group b1long-loose (bursty --on 30ms --off
+// 270ms under 0.25 CPU, internal/recommend/fleet), recorded for 150 s as
+// cfsprobe record does.
 
 func readFixture(t *testing.T, name string) *trace.Trace {
 	t.Helper()
@@ -558,6 +561,57 @@ func TestNotesClosedFromStretches(t *testing.T) {
 		got := strings.Contains(strings.Join(g.notes(), "\n"), "--demand scheduled")
 		if got != tc.want {
 			t.Errorf("%s from %q (synthetic %q): notes %q, want the hint %v", tc.demand, tc.from, tc.synthetic, g.notes(), tc.want)
+		}
+	}
+}
+
+// A current limit that meets the target but is cheaper than the advice
+// is said under the table, with why the advice is above it: the
+// recording's 1 thread of 30 ms every 300 ms meets 1 % under its 0.25
+// CPUs (8 of 1,443 periods throttled), where its periods fell; a new
+// setting is judged on the worst of 8 grids.
+func TestNotesCurrentCheaperRecorded(t *testing.T) {
+	g := advise(t, "recorded-1-thread-30ms-every-300ms-0.25cpu", Options{})
+	cur := g.Current
+	if !cur.Meets || cur.Measured == nil || !g.Target.Met(*cur.Measured) {
+		t.Fatalf("current %s: meets %v, measured %+v; want it to meet the target, measured and simulated", cur.Setting, cur.Meets, cur.Measured)
+	}
+	if reservedOf(g) <= cur.Setting.Limits.CPUs() {
+		t.Fatalf("advised %s, not above the current %s: the case this test is for is gone", g.Recommended.Setting, cur.Setting)
+	}
+	if n := strings.Join(g.notes(), "\n"); !strings.Contains(n, "the current 0.25 CPUs meets the target too, where the recording's periods fell") ||
+		!strings.Contains(n, "the worst of 8 grids") {
+		t.Errorf("notes %q: want the current limit that meets the target said, and why the advice is above it", n)
+	}
+}
+
+func TestNotesCurrentCheaper(t *testing.T) {
+	quarter := Setting{Limits: cgroup.Limits{Period: 100 * time.Millisecond, Quota: 25 * time.Millisecond}}
+	met := &Prediction{ThrottledRatio: 0.005}
+	missed := &Prediction{ThrottledRatio: 0.02}
+	rec := func(k Kind, m int64) Recommendation {
+		return Recommendation{Candidate: Candidate{Kind: k, Setting: milliSetting(m, 100*time.Millisecond, "", k == KindBurst, 0), Meets: true}}
+	}
+	for _, tc := range []struct {
+		name      string
+		cur       Current
+		rec       Recommendation
+		synthetic string
+		want      string
+	}{
+		{"recorded, advice above", Current{Setting: quarter, Meets: true, Prediction: *met, Measured: met}, rec(KindBurst, 350), "", "where the recording's periods fell (0.5% throttled, 0.5% simulated)"},
+		{"synthetic, advice above", Current{Setting: quarter, Meets: true, Prediction: *met}, rec(KindQuota, 280), "prometheus", "meets the target too (0.5% throttled, simulated)"},
+		{"remove the limit", Current{Setting: quarter, Meets: true, Prediction: *met, Measured: met}, Recommendation{Candidate: Candidate{Kind: KindNoLimit}}, "", "the current 0.25 CPUs meets the target too"},
+		{"advice below", Current{Setting: quarter, Meets: true, Prediction: *met, Measured: met}, rec(KindQuota, 200), "", ""},
+		{"advice the same", Current{Setting: quarter, Meets: true, Prediction: *met, Measured: met}, rec(KindQuota, 250), "", ""},
+		{"simulated over", Current{Setting: quarter, Meets: false, Prediction: *missed, Measured: met}, rec(KindQuota, 300), "", ""},
+		{"measured over", Current{Setting: quarter, Meets: true, Prediction: *met, Measured: missed}, rec(KindQuota, 300), "", ""},
+		{"no limit now", Current{Setting: Setting{Limits: cgroup.Limits{Period: 100 * time.Millisecond}}, Meets: true, Prediction: Prediction{}}, rec(KindQuota, 300), "", ""},
+	} {
+		g := &Group{Synthetic: tc.synthetic, Target: DefaultTarget, Model: Model{Headroom: DefaultHeadroom}, Current: tc.cur, Recommended: tc.rec}
+		got := g.currentCheaper()
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

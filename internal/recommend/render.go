@@ -178,6 +178,9 @@ func (g *Group) notes() []string {
 		// catches up too, and they cannot tell it from a closed loop.
 		out = append(out, "read as a closed loop from its throttled stretches; if its work comes at its own times (a job every second, requests that do not wait for the last answer), --demand scheduled keeps them")
 	}
+	if n := g.currentCheaper(); n != "" {
+		out = append(out, n)
+	}
 	if len(g.Peers) == 0 {
 		return out
 	}
@@ -193,6 +196,30 @@ func (g *Group) notes() []string {
 		}
 	}
 	return out
+}
+
+// currentCheaper says why the advice reserves more than a current limit
+// that meets the target too ("" when it does not): the current setting
+// is simulated where the trace's periods fell, since the kernel keeps
+// its grid while the limits stay, and a recording has measured it; a
+// new setting must meet the target wherever its periods fall (a
+// recording's other settings are judged on the worst of phaseCount
+// grids, predictor.phases), with the step above it, and with the
+// headroom.
+func (g *Group) currentCheaper() string {
+	cur, rec := g.Current, g.Recommended
+	if !cur.Meets || cur.Setting.Limits.Unlimited() || cur.Measured != nil && !g.Target.Met(*cur.Measured) {
+		return ""
+	}
+	if rec.Kind != KindNoLimit && reserved(rec.Candidate) <= cur.Setting.Limits.CPUs() {
+		return ""
+	}
+	if cur.Measured == nil {
+		return fmt.Sprintf("the current %s meets the target too (%s throttled, simulated); the advice meets it with the step above it too, and with %s (docs/recommend.md, \"Headroom\"): the current limit meets it without that margin",
+			cur.Setting, pct(cur.Prediction.ThrottledRatio), headroomWords(g.Model.Headroom))
+	}
+	return fmt.Sprintf("the current %s meets the target too, where the recording's periods fell (%s throttled, %s simulated); the advice meets it wherever they fall (the worst of %d grids), with the step above it too, and with %s (docs/recommend.md, \"Where the periods fall\", \"Headroom\"): the current limit is enough while the work falls in the periods as it did when recorded",
+		cur.Setting, pct(cur.Measured.ThrottledRatio), pct(cur.Prediction.ThrottledRatio), phaseCount, headroomWords(g.Model.Headroom))
 }
 
 // Table writes the advice for people: per group, a table of the
