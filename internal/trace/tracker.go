@@ -261,7 +261,7 @@ func (t *Tracker) Add(b CounterSample, emit func(Period)) {
 		_, uHi := t.usageBounds(hi)
 		uLo, _ := t.usageBounds(lo)
 		eLo, eHi := t.usageBounds(e)
-		p := Period{StartNs: s, EndNs: e, Kernel: true, UsageNs: max(ue-us, 0), UsageMaxNs: max(uHi-uLo, ue-us, 0), EndBusy: eHi > eLo, stop: t.stopped(s, e)}
+		p := Period{StartNs: s, EndNs: e, Kernel: true, UsageNs: max(ue-us, 0), UsageMaxNs: max(uHi-uLo, ue-us, 0), EndBusy: eHi > eLo, stop: t.stopped(s, e, us)}
 		// Seen closely: both ends placed to within endFine (on the
 		// learnt grid, or between readings that close), in readings at
 		// most half a period apart (not a starved sampler, not a group
@@ -334,9 +334,10 @@ const maxStillPeriods = 8
 // quota into debt (a CPU-bound thread is charged at the tick) stays
 // throttled through one or more refills that the debt eats, and all of
 // its stall comes at once, after the period it began in was over. Each
-// later period stood still all along, on the CPUs the stall was on
-// (about the throttled time over its span, from where the first period's
-// usage last grew), and ran nothing: its throttled time is that much,
+// later period stood still all along, on the CPUs the stall was on (the
+// throttled time over its span bounds them, from where the first
+// period's usage last grew, or from anywhere in that period when the
+// readings do not say: wholeCPUs), and ran nothing: its throttled time is that much,
 // the rest is the first period's, and the usage that the boundaries'
 // readings gave the later ones ran in the first, before it stopped. It
 // reports whether it moved any; without such periods, or when the last
@@ -351,24 +352,27 @@ func (t *Tracker) splitStall(ps []Period) bool {
 		return false
 	}
 	p := &ps[first]
-	stop := p.EndNs
-	if x, y := p.stop.x, p.stop.y; y > x {
-		stop = (x + y) / 2
+	end := ps[n-1].EndNs
+	// The group stopped in (x, y]: where the first period's usage last
+	// grew, or, when the readings do not say, anywhere in that period.
+	x, y := p.StartNs, p.EndNs
+	if p.stop.y > p.stop.x {
+		x, y = p.stop.x, p.stop.y
 	}
 	thr := ps[n-1].ThrottledNs
-	span := ps[n-1].EndNs - stop
-	if span <= 0 || thr <= 0 {
+	if thr <= 0 || end <= y {
 		return false
 	}
-	c := max(math.Round(float64(thr)/float64(span)), 1)
-	if t.cpus > 0 {
-		c = min(c, float64(t.cpus))
+	var used int64
+	for _, q := range ps[first:] {
+		used += q.UsageNs
 	}
+	c := t.wholeCPUs(float64(thr)/float64(end-x), float64(thr)/float64(end-y), float64(used+thr)/float64(end-p.StartNs))
 	hold := func(q Period) int64 {
 		if !q.Throttled {
 			return 0
 		}
-		return int64(c * float64(q.Length()))
+		return int64(c) * int64(q.Length())
 	}
 	if thr <= hold(ps[n-1]) {
 		return false
@@ -470,22 +474,11 @@ func (t *Tracker) finish(p Period) Period {
 	p.StallNs, p.StoppedCPUs = 0, 0
 	if p.Throttled && p.ThrottledNs > 0 {
 		lo, hi := 1.0, math.Inf(1) // the CPUs, as the readings bound them
-		if t.cpus > 0 {
-			hi = float64(t.cpus)
-		}
 		if x, y := p.stop.x, p.stop.y; y > x && y-x <= t.period/5 && p.EndNs > y {
-			lo = max(lo, float64(p.ThrottledNs)/float64(p.EndNs-x))
-			hi = min(hi, float64(p.ThrottledNs)/float64(p.EndNs-y))
+			lo = float64(p.ThrottledNs) / float64(p.EndNs-x)
+			hi = float64(p.ThrottledNs) / float64(p.EndNs-y)
 		}
-		busy := float64(p.UsageNs+p.ThrottledNs) / float64(t.period)
-		c := math.Round(lo) // no whole number between the bounds: the readings are off
-		if wlo, whi := math.Ceil(lo-1e-6), math.Floor(hi+1e-6); wlo <= whi {
-			c = min(max(math.Round(busy), wlo), whi)
-		}
-		if t.cpus > 0 {
-			c = min(c, float64(t.cpus))
-		}
-		p.StoppedCPUs = max(int(c), 1)
+		p.StoppedCPUs = t.wholeCPUs(lo, hi, float64(p.UsageNs+p.ThrottledNs)/float64(t.period))
 		p.StallNs = min(p.ThrottledNs/int64(p.StoppedCPUs), t.period)
 	}
 	if run := t.period - p.StallNs; run > 0 {
@@ -495,22 +488,49 @@ func (t *Tracker) finish(p Period) Period {
 	return p
 }
 
+// wholeCPUs is how many CPUs a group stood still on when the readings
+// bound them between lo and hi: among the whole numbers there (at least
+// 1, at most the node's), the one nearest busy, the CPUs it would have
+// kept busy had it run all along, which is exact for a group whose
+// threads were runnable all the time; round(lo) when there is none (the
+// readings are off).
+func (t *Tracker) wholeCPUs(lo, hi, busy float64) int {
+	lo = max(lo, 1)
+	if t.cpus > 0 {
+		hi = min(hi, float64(t.cpus))
+	}
+	c := math.Round(lo)
+	if wlo, whi := math.Ceil(lo-1e-6), math.Floor(hi+1e-6); wlo <= whi {
+		c = min(max(math.Round(busy), wlo), whi)
+	}
+	if t.cpus > 0 {
+		c = min(c, float64(t.cpus))
+	}
+	return max(int(c), 1)
+}
+
 // stopAt is the reading interval (x, y] in which a group stopped running.
 type stopAt struct{ x, y int64 }
 
-// stopped places when the group stopped running in the period (s, e]: in
-// the last reading interval within it in which it ran, its usage growing
-// by more than a tenth of a CPU; (s, s] when it ran in none. (A throttled
-// group stands still, but not to the nanosecond: its tasks finish what
-// they were doing in the kernel, as Linux 6.18 throttles a task at its
-// return to user space, and ticks land late.)
-func (t *Tracker) stopped(s, e int64) stopAt {
+// stopped places when the group stopped running in the period (s, e],
+// which began at usage us: in the last reading interval within it in
+// which it ran, its usage growing by more than a tenth of a CPU; when it
+// ran in none of them but did from s to the first reading after s (let
+// go at the refill, it ran into the throttle before that reading), in
+// (s, that reading]; (s, s] when it ran in none. (A throttled group
+// stands still, but not to the nanosecond: its tasks finish what they
+// were doing in the kernel, as Linux 6.18 throttles a task at its return
+// to user space, and ticks land late.)
+func (t *Tracker) stopped(s, e, us int64) stopAt {
 	for i := t.n - 1; i >= 1; i-- {
 		a, b := t.at(i-1), t.at(i)
 		if b.T > e {
 			continue
 		}
 		if a.T < s {
+			if b.T > s && (b.UsageNs-us)*10 > b.T-s {
+				return stopAt{s, b.T}
+			}
 			break
 		}
 		if (b.UsageNs-a.UsageNs)*10 > b.T-a.T {

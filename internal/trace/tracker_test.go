@@ -288,6 +288,16 @@ func (c counters) read(end float64) []CounterSample {
 	return out
 }
 
+// readAround reads c 0.4 ms either side of each boundary, from 3 ms to
+// end, and nowhere else.
+func (c counters) readAround(end float64) []CounterSample {
+	out := []CounterSample{c.at(3)}
+	for b := 100.0; b+0.4 < end; b += 100 {
+		out = append(out, c.at(b-0.4), c.at(b+0.4))
+	}
+	return out
+}
+
 // warmUp is 1 ms of running early in each of the first five periods.
 func warmUp() [][2]float64 {
 	var rs [][2]float64
@@ -313,34 +323,68 @@ func periodEnding(t *testing.T, ps []Period, end float64) Period {
 // charged at the tick) stays throttled through the next refill, and the
 // kernel books the whole stall when it lets the group go, a period after
 // the one the stall began in. The later period stood still all along and
-// ran nothing; the stall's first 3.4 ms and all of the usage belong to
-// the period the group ran in, though the readings around its end, 9.7
-// ms apart, saw the usage grow across it.
+// ran nothing; the stall's first part and all of the usage belong to the
+// period the group ran in:
+//   - at its end (quota 2 ms, overran to 6.6 ms, 3.4 ms of stall), though
+//     the readings around its end, 9.7 ms apart, saw the usage grow across
+//     it;
+//   - at its start, let go at the refill after a period throttled too
+//     (quota 3 ms, overran to 6.7 ms, 93.3 ms of stall), though no
+//     reading inside the period saw the usage grow, only the one that
+//     spans its start (497.7 to 507.4 ms): read as stopped at the
+//     period's end, the 193.3 ms came out as one period stopped on 2
+//     CPUs, in a seventh of the periods of one busy thread under 0.03
+//     CPU (cfsprobe run, 2026-11-29).
+//
 // The first period's nr_throttled may show a reading late (cpu.stat is
 // read without the kernel's lock).
 func TestTrackerStallThroughRefill(t *testing.T) {
-	for _, late := range []float64{0, 5} {
-		t.Run(fmt.Sprintf("nr_throttled %vms late", late), func(t *testing.T) {
-			stallThroughRefill(t, late)
-		})
+	// The period before ran 3 ms and stood still from 403 ms to its end.
+	stoodStill := counters{runs: append(warmUp()[:4], [2]float64{400, 403}), throttled: []float64{500}, booked: [][2]float64{{500.05, 97}}}
+	for _, tc := range []struct {
+		name    string
+		earlier counters // what ran before the run
+		run     [2]float64
+		quota   time.Duration
+		around  bool // read only 0.4 ms either side of each boundary
+	}{
+		{"ran at its end", counters{runs: warmUp()}, [2]float64{590, 596.6}, 2 * tms, false},
+		{"ran at its start", stoodStill, [2]float64{500, 506.7}, 3 * tms, false},
+		// No reading says when it stopped (the usage grew by 6 % of a
+		// CPU between the readings inside the period): the throttled
+		// time bounds the CPUs, between 193.3 ms over two periods and
+		// over one.
+		{"ran at its start, read around the boundaries", stoodStill, [2]float64{500.5, 506.7}, 3 * tms, true},
+	} {
+		for _, late := range []float64{0, 5} {
+			t.Run(fmt.Sprintf("%s, nr_throttled %vms late", tc.name, late), func(t *testing.T) {
+				stallThroughRefill(t, late, tc.earlier, tc.run, tc.quota, tc.around)
+			})
+		}
 	}
 }
 
-func stallThroughRefill(t *testing.T, late float64) {
+func stallThroughRefill(t *testing.T, late float64, earlier counters, run [2]float64, quota time.Duration, around bool) {
 	c := counters{
-		runs:      append(warmUp(), [2]float64{590, 596.6}), // quota 2 ms, overran to 6.6 ms
+		runs:      append(slices.Clone(earlier.runs), run),
 		periods:   8,
-		throttled: []float64{600 + late, 700},
-		booked:    [][2]float64{{700.05, 103.4}}, // from 596.6 ms to 700 ms
+		throttled: append(slices.Clone(earlier.throttled), 600+late, 700),
+		booked:    append(slices.Clone(earlier.booked), [2]float64{700.05, 700 - run[1]}), // from the run's end to 700 ms
 	}
-	ps := track(c.read(850), 2*tms, 100*tms, 2)
+	samples := c.read(850)
+	if around {
+		samples = c.readAround(850)
+	}
+	ps := track(samples, quota, 100*tms, 2)
 	ms := float64(time.Millisecond)
 	p, q := periodEnding(t, ps, 600), periodEnding(t, ps, 700)
-	if !p.Throttled || math.Abs(float64(p.UsageNs)/ms-6.6) > 0.05 || math.Abs(float64(p.ThrottledNs)/ms-3.4) > 0.5 {
-		t.Errorf("the period the group ran in: throttled %v, usage %v, throttled time %v; want true, 6.6ms, 3.4ms", p.Throttled, time.Duration(p.UsageNs), time.Duration(p.ThrottledNs))
+	if used, stall := run[1]-run[0], 600-run[1]; !p.Throttled || math.Abs(float64(p.UsageNs)/ms-used) > 0.05 || math.Abs(float64(p.ThrottledNs)/ms-stall) > 0.5 || p.StoppedCPUs != 1 {
+		t.Errorf("the period the group ran in: throttled %v, usage %v, throttled time %v on %d CPUs; want true, %vms, %vms on 1",
+			p.Throttled, time.Duration(p.UsageNs), time.Duration(p.ThrottledNs), p.StoppedCPUs, used, stall)
 	}
-	if !q.Throttled || q.UsageNs != 0 || math.Abs(float64(q.ThrottledNs)/ms-100) > 0.5 {
-		t.Errorf("the period it stood still through: throttled %v, usage %v, throttled time %v; want true, 0, 100ms", q.Throttled, time.Duration(q.UsageNs), time.Duration(q.ThrottledNs))
+	if !q.Throttled || q.UsageNs != 0 || math.Abs(float64(q.ThrottledNs)/ms-100) > 0.5 || q.StoppedCPUs != 1 {
+		t.Errorf("the period it stood still through: throttled %v, usage %v, throttled time %v on %d CPUs; want true, 0, 100ms on 1",
+			q.Throttled, time.Duration(q.UsageNs), time.Duration(q.ThrottledNs), q.StoppedCPUs)
 	}
 	if d := q.DemandCPUs(1); math.Abs(d-1) > 0.02 {
 		t.Errorf("the period it stood still through: demand %.2f CPUs, want 1 (busy all along)", d)
@@ -349,7 +393,7 @@ func stallThroughRefill(t *testing.T, late float64) {
 	for _, p := range ps {
 		used += p.UsageNs
 	}
-	if want := c.at(850).UsageNs - c.at(3).UsageNs; used != want {
+	if want := samples[len(samples)-1].UsageNs - samples[0].UsageNs; used != want {
 		t.Errorf("the periods used %v in all, want the %v the readings saw", time.Duration(used), time.Duration(want))
 	}
 }
