@@ -337,11 +337,11 @@ const maxStillPeriods = 8
 // later period stood still all along, on the CPUs the stall was on (the
 // throttled time over its span bounds them, from where the first
 // period's usage last grew, or from anywhere in that period when the
-// readings do not say: wholeCPUs), and ran nothing: its throttled time is that much,
-// the rest is the first period's, and the usage that the boundaries'
-// readings gave the later ones ran in the first, before it stopped. It
-// reports whether it moved any; without such periods, or when the last
-// one can hold all the throttled time, it changes nothing.
+// readings do not say: wholeCPUs), and ran nothing: its throttled time
+// is that much, the rest is the first period's, and the usage that the
+// boundaries' readings gave the later ones ran in the first, before it
+// stopped. It reports whether it moved any; without such periods, or
+// when the last one can hold all the throttled time, it changes nothing.
 func (t *Tracker) splitStall(ps []Period) bool {
 	n := len(ps)
 	first := n - 1
