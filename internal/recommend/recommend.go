@@ -379,7 +379,7 @@ func newRun(in Input, opt Options) (*run, error) {
 //
 // Without throttling every method replays the usage as it was (open).
 func demandOf(tr *trace.Trace) (sim.Demand, string) {
-	if d, from := sim.TraceDemand(tr.Spec); from != "default" {
+	if d, from := sim.TraceDemand(tr.Spec); from != trace.FromDefault {
 		if st := tr.Spec.Stretches; tr.Spec.Synthetic != "" && st != nil {
 			from = fmt.Sprintf("%s: %d of %d throttled stretches caught up after", from, st.CaughtUp, st.Ended)
 		}

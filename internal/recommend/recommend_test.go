@@ -552,9 +552,9 @@ func TestNotesClosedFromStretches(t *testing.T) {
 		want                    bool
 	}{
 		{"closed", "9 of 10 throttled stretches caught up after", "", true},
-		{"closed", "params", "", false},
-		{"closed", "given", "", false},
-		{"closed", "synthetic", "prometheus", false},
+		{"closed", trace.FromParams, "", false},
+		{"closed", trace.FromGiven, "", false},
+		{"closed", trace.FromSynthetic, "prometheus", false},
 		{"timed", "1 of 10 throttled stretches caught up after: the work of the others' stalls was lost", "", false},
 	} {
 		g := &Group{Synthetic: tc.synthetic, Model: Model{Demand: tc.demand, DemandFrom: tc.from}}

@@ -173,7 +173,7 @@ func (g *Group) about() string {
 // predictions use.
 func (g *Group) notes() []string {
 	var out []string
-	if m := g.Model; m.Demand == string(sim.DemandClosed) && g.Synthetic == "" && m.DemandFrom != "params" && m.DemandFrom != "given" {
+	if m := g.Model; m.Demand == string(sim.DemandClosed) && g.Synthetic == "" && m.DemandFrom != trace.FromParams && m.DemandFrom != trace.FromGiven {
 		// Read from its stretches: work that comes at its own times
 		// catches up too, and they cannot tell it from a closed loop.
 		out = append(out, "read as a closed loop from its throttled stretches; if its work comes at its own times (a job every second, requests that do not wait for the last answer), --demand scheduled keeps them")

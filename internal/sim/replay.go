@@ -169,24 +169,24 @@ func (r *Replayer) Record() *trace.Replay {
 func TraceDemand(spec trace.Spec) (Demand, string) {
 	if spec.Synthetic != "" {
 		if st := spec.Stretches; st != nil && st.Closed() {
-			return DemandClosed, "synthetic"
+			return DemandClosed, trace.FromSynthetic
 		}
-		return DemandTimed, "synthetic"
+		return DemandTimed, trace.FromSynthetic
 	}
 	if p := spec.Params; p != nil {
 		// --burn-cpu and --on-cpu, when set, take the place of --burn
 		// and --on; parallel runs for --duration unless --events ends it.
 		switch {
 		case p.Bursty != nil && p.Bursty.OnCPU > 0 && p.Bursty.Every > 0:
-			return DemandScheduled, "params"
+			return DemandScheduled, trace.FromParams
 		case p.Periodic != nil && p.Periodic.BurnCPU > 0, p.Bursty != nil && p.Bursty.OnCPU > 0,
 			p.Parallel != nil && p.Parallel.Events > 0:
-			return DemandClosed, "params"
+			return DemandClosed, trace.FromParams
 		case p.Periodic != nil, p.Bursty != nil, p.Parallel != nil:
-			return DemandTimed, "params"
+			return DemandTimed, trace.FromParams
 		}
 	}
-	return DemandOpen, "default"
+	return DemandOpen, trace.FromDefault
 }
 
 // burst is the work that arrives at one period's start.
@@ -236,7 +236,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	if math.IsNaN(scale) || scale <= 0 || scale > MaxReplayScale {
 		return demand{}, nil, fmt.Errorf("scale %v is outside (0, %d]", scale, MaxReplayScale)
 	}
-	method, from := opt.Demand, "given"
+	method, from := opt.Demand, trace.FromGiven
 	if method == "" {
 		method, from = TraceDemand(tr.Spec)
 	} else if _, err := ParseDemand(string(method)); err != nil {
@@ -249,7 +249,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	if err != nil {
 		return demand{}, nil, err
 	}
-	par, parFrom := opt.Parallelism, "given"
+	par, parFrom := opt.Parallelism, trace.FromGiven
 	if par == 0 {
 		par, parFrom = parallelism(tr, ps)
 	}
@@ -257,7 +257,7 @@ func reconstruct(tr *trace.Trace, opt ReplayOptions) (demand, *trace.Replay, err
 	// the parallelism is its threads' (or given), on more than that: a
 	// reading a little off is not another CPU.
 	most := float64(traceCPUs(tr))
-	if parFrom != "stopped_cpus" && parFrom != "running_cpus" || most == 0 {
+	if parFrom != trace.FromStoppedCPUs && parFrom != trace.FromRunningCPUs || most == 0 {
 		most = float64(par)
 	}
 	cpus := func(c float64) float64 { return min(trace.WholeCPUs(c), most) }
@@ -413,11 +413,11 @@ func parallelism(tr *trace.Trace, ps []period) (int, string) {
 	if p := tr.Spec.Params; p != nil {
 		switch {
 		case p.Periodic != nil:
-			return bound(p.Periodic.Threads), "params"
+			return bound(p.Periodic.Threads), trace.FromParams
 		case p.Bursty != nil:
-			return bound(p.Bursty.Threads), "params"
+			return bound(p.Bursty.Threads), trace.FromParams
 		case p.Parallel != nil:
-			return bound(p.Parallel.Threads), "params"
+			return bound(p.Parallel.Threads), trace.FromParams
 		}
 	}
 	stopped, running := 0, 0.0
@@ -431,9 +431,9 @@ func parallelism(tr *trace.Trace, ps []period) (int, string) {
 		}
 	}
 	if stopped > 0 {
-		return bound(stopped), "stopped_cpus"
+		return bound(stopped), trace.FromStoppedCPUs
 	}
-	return bound(int(math.Ceil(trace.WholeCPUs(running)))), "running_cpus"
+	return bound(int(math.Ceil(trace.WholeCPUs(running)))), trace.FromRunningCPUs
 }
 
 // traceCPUs is the number of CPUs a trace's group could use: its

@@ -1,5 +1,16 @@
 package trace
 
+// Where a replay's method (Replay.DemandFrom) and parallelism
+// (Replay.ParallelismFrom) came from.
+const (
+	FromParams      = "params"       // the built-in workload's flags (its threads)
+	FromSynthetic   = "synthetic"    // a synthetic trace (fleet.Synthesize)
+	FromDefault     = "default"      // a trace that says neither
+	FromGiven       = "given"        // the caller's option (a flag)
+	FromStoppedCPUs = "stopped_cpus" // the CPUs stopped in its throttled periods
+	FromRunningCPUs = "running_cpus" // its busiest period
+)
+
 // Replay says how a simulated run's demand was taken from another trace
 // (cfsprobe simulate replay): which trace, and how its per-period usage
 // was turned back into demand (docs/simulate.md, "Replay").
@@ -15,16 +26,14 @@ type Replay struct {
 	UsageNs  int64  `json:"usage_ns"`
 	// Demand is how the work the group could not do while it stood
 	// still was reconstructed: "closed", "scheduled", "open" or "timed";
-	// DemandFrom says who chose it: "params" (the built-in workload's
-	// flags), "synthetic" (a synthetic trace), "default" (a trace without
-	// them) or "given".
+	// DemandFrom says who chose it: FromParams, FromSynthetic,
+	// FromDefault or FromGiven (or, from the recommender, what the
+	// trace's throttled stretches showed).
 	Demand     string `json:"demand"`
 	DemandFrom string `json:"demand_from"`
 	// Parallelism is the number of CPUs the group's work ran on at once
 	// when it had work, before Scale; ParallelismFrom says where it was
-	// read: "params" (the built-in workload's threads), "stopped_cpus"
-	// (the CPUs stopped in its throttled periods), "running_cpus" (its
-	// busiest period) or "given".
+	// read: FromParams, FromStoppedCPUs, FromRunningCPUs or FromGiven.
 	Parallelism     int    `json:"parallelism"`
 	ParallelismFrom string `json:"parallelism_from"`
 	// Scale multiplies the demand (and the parallelism it runs at).

@@ -337,7 +337,7 @@ const maxStillPeriods = 8
 // later period stood still all along, on the CPUs the stall was on (the
 // throttled time over its span bounds them, from where the first
 // period's usage last grew, or from anywhere in that period when the
-// readings do not say: wholeCPUs), and ran nothing: its throttled time
+// readings do not say: stoppedCPUs), and ran nothing: its throttled time
 // is that much, the rest is the first period's, and the usage that the
 // boundaries' readings gave the later ones ran in the first, before it
 // stopped. It reports whether it moved any; without such periods, or
@@ -367,7 +367,7 @@ func (t *Tracker) splitStall(ps []Period) bool {
 	for _, q := range ps[first:] {
 		used += q.UsageNs
 	}
-	c := t.wholeCPUs(float64(thr)/float64(end-x), float64(thr)/float64(end-y), float64(used+thr)/float64(end-p.StartNs))
+	c := t.stoppedCPUs(float64(thr)/float64(end-x), float64(thr)/float64(end-y), float64(used+thr)/float64(end-p.StartNs))
 	hold := func(q Period) int64 {
 		if !q.Throttled {
 			return 0
@@ -478,7 +478,7 @@ func (t *Tracker) finish(p Period) Period {
 			lo = float64(p.ThrottledNs) / float64(p.EndNs-x)
 			hi = float64(p.ThrottledNs) / float64(p.EndNs-y)
 		}
-		p.StoppedCPUs = t.wholeCPUs(lo, hi, float64(p.UsageNs+p.ThrottledNs)/float64(t.period))
+		p.StoppedCPUs = t.stoppedCPUs(lo, hi, float64(p.UsageNs+p.ThrottledNs)/float64(t.period))
 		p.StallNs = min(p.ThrottledNs/int64(p.StoppedCPUs), t.period)
 	}
 	if run := t.period - p.StallNs; run > 0 {
@@ -488,13 +488,13 @@ func (t *Tracker) finish(p Period) Period {
 	return p
 }
 
-// wholeCPUs is how many CPUs a group stood still on when the readings
+// stoppedCPUs is how many CPUs a group stood still on when the readings
 // bound them between lo and hi: among the whole numbers there (at least
 // 1, at most the node's), the one nearest busy, the CPUs it would have
 // kept busy had it run all along, which is exact for a group whose
 // threads were runnable all the time; round(lo) when there is none (the
 // readings are off).
-func (t *Tracker) wholeCPUs(lo, hi, busy float64) int {
+func (t *Tracker) stoppedCPUs(lo, hi, busy float64) int {
 	lo = max(lo, 1)
 	if t.cpus > 0 {
 		hi = min(hi, float64(t.cpus))
