@@ -478,8 +478,9 @@ func TestOutputsGolden(t *testing.T) {
 }
 
 // A recorded group (no workload flags) is replayed by what its throttled
-// stretches show: closed when every one ended, timed when one lasted to
-// the end, open without throttling. Recorded so, the censored case holds
+// stretches show: closed when they caught up, timed when one lasted to
+// the end, more than twice as long as any that ended, open without
+// throttling. Recorded so, the censored case holds
 // too.
 func TestDemandOfRecordings(t *testing.T) {
 	recorded := func(name string) *trace.Trace {
@@ -504,15 +505,24 @@ func TestDemandOfRecordings(t *testing.T) {
 	if d, why := demandOf(&cut); d != sim.DemandClosed {
 		t.Errorf("a stretch to the end no longer than one that ended: %s (%s), want closed", d, why)
 	}
-	// Throttled from there on, for longer than any stretch that ended:
-	// it never caught up.
-	for i := 0; i < 30; i++ {
-		p := cut.Periods[len(cut.Periods)-1]
-		p.StartNs, p.EndNs = p.EndNs, 2*p.EndNs-p.StartNs
-		cut.Periods = append(cut.Periods, p)
+	// Throttled from there on: the stretches that ended are 7 and 8
+	// periods long. 13, longer than any of them but not twice as long,
+	// is a stretch like them that the end cut; 38, more than twice as
+	// long, never caught up.
+	throttle := func(n int) {
+		for i := 0; i < n; i++ {
+			p := cut.Periods[len(cut.Periods)-1]
+			p.StartNs, p.EndNs = p.EndNs, 2*p.EndNs-p.StartNs
+			cut.Periods = append(cut.Periods, p)
+		}
 	}
+	throttle(5)
+	if d, why := demandOf(&cut); d != sim.DemandClosed {
+		t.Errorf("a stretch to the end longer than any that ended, not twice as long: %s (%s), want closed", d, why)
+	}
+	throttle(25)
 	if d, why := demandOf(&cut); d != sim.DemandTimed {
-		t.Errorf("a stretch to the end longer than any that ended: %s (%s), want timed", d, why)
+		t.Errorf("a stretch to the end more than twice as long as any that ended: %s (%s), want timed", d, why)
 	}
 	// Throttled in every period: none ended.
 	all := *tight
