@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cfsprobe/cfsprobe/internal/exporter"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/tied"
 )
@@ -83,10 +85,21 @@ func TestExporterServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	// The Go runtime's GC target: exporter.GCPercent, unless GOGC is set.
+	noGOGC := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") })
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		env  []string
+		gogc string
+	}{
+		{syscall.SIGTERM, noGOGC, fmt.Sprintf("go_gc_gogc_percent %d\n", exporter.GCPercent)},
+		{syscall.SIGINT, append(slices.Clone(noGOGC), "GOGC=100"), "go_gc_gogc_percent 100\n"},
+	} {
+		sig := tc.sig
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := testenv.FreeAddr(t)
 			cmd := exec.Command(bin, "exporter", "--web.listen-address", addr, "--cgroup-root", fixture, "--scan-interval", "200ms")
+			cmd.Env = tc.env
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := tied.Start(cmd); err != nil {
@@ -126,6 +139,9 @@ func TestExporterServes(t *testing.T) {
 			if code != 200 || !strings.Contains(body, `cfsprobe_cpu_throttled_periods_total{cgroup="/kubepods.slice/`) ||
 				!strings.Contains(body, "cfsprobe_host_info{") || !strings.Contains(body, "process_cpu_seconds_total") {
 				t.Errorf("/metrics: %d\n%.2000s", code, body)
+			}
+			if !strings.Contains(body, tc.gogc) {
+				t.Errorf("/metrics lacks %q", strings.TrimSpace(tc.gogc))
 			}
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
