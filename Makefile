@@ -5,6 +5,7 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/cfsprobe
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+VERSION_STAMP := build/version
 LDFLAGS := -s -w -X github.com/cfsprobe/cfsprobe/internal/lab.Version=$(VERSION)
 # Debian packages the tests use: sysbench (external-command tests), and
 # qemu + a stock kernel + busybox + cpio (cgroup v2 guest), chromium (report
@@ -36,14 +37,24 @@ ENGINE_CFLAGS := -std=gnu11 -O2 -static -s -Wall -Wextra -Werror
 # Everything Go code embeds.
 NATIVE := $(PRELOAD) $(ENGINE)
 
-.PHONY: all build image k8s-bins deps test test-untimed test-checks test-compile leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
+# FORCE: a prerequisite that is always out of date.
+.PHONY: FORCE all build image k8s-bins deps test test-untimed test-checks test-compile leftovers-before leftovers-after test-unit test-v2 test-preload preload engine native lint fuzz bench demo screenshot clean
 
 all: build
 
 build: $(BIN)
 
-$(BIN): $(GOSRC) $(NATIVE)
+$(BIN): $(GOSRC) $(NATIVE) $(VERSION_STAMP)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/cfsprobe
+
+# The version the binary reports (cfsprobe version, and every trace's
+# tool) is rewritten when it changes, a commit or an edit that makes the
+# tree dirty, so that the binary is built again with it.
+$(VERSION_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" >$@
+
+FORCE:
 
 native: $(NATIVE)
 
