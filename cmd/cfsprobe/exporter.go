@@ -53,7 +53,7 @@ as node_exporter takes it (` + exporter.WebConfigDoc + `);
 docs/metrics.md shows one. Without it the exporter serves plain HTTP to anyone.
 Logs go to stderr; SIGINT or SIGTERM stops it cleanly. Its Go runtime collects
 garbage at GOGC=50 unless GOGC is set (go_gc_gogc_percent shows it): about
-40 MiB for 1,000 groups followed, where Go's default 100 takes 50.`,
+40 MiB for 1,000 groups followed, where Go's default of 100 took over 50.`,
 		Example: `  cfsprobe exporter --web.config.file /etc/cfsprobe/web-config.yml
   cfsprobe exporter --web.listen-address :9750 --cgroup-root /host/sys/fs/cgroup
   curl -s --cacert ca.crt -u prometheus:PASSWORD https://localhost:9750/metrics | grep cfsprobe_cpu_throttled_periods_total`,

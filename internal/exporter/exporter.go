@@ -30,9 +30,8 @@ import (
 // live at Go's default of 100: the process then peaked at 51 to 53 MiB
 // with 1,000 groups while 10,000 came and went, over the exporter's
 // budget of 50, and took 40 to 44 MiB at 50, for up to 2 ms more CPU a
-// scrape
-// (bench/RESULTS.md, "exporter"). Prometheus sets its own to 75 for the
-// same trade.
+// scrape (bench/RESULTS.md, "exporter"). Prometheus sets its own to 75
+// for the same trade.
 const GCPercent = 50
 
 // Defaults of the command's flags (docs/metrics.md).
