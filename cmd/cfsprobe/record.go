@@ -18,6 +18,7 @@ import (
 
 type recordFlags struct {
 	duration       time.Duration
+	cgroup         string
 	pid            int
 	container, pod string
 	cgroupRoot     cgroupRoot
@@ -30,7 +31,7 @@ type recordFlags struct {
 func newRecordCmd() *cobra.Command {
 	f := &recordFlags{}
 	c := &cobra.Command{
-		Use:   "record (CGROUP | --pid PID | --container NAME|ID | --pod NS/NAME|UID) [--duration D] [--out FILE]",
+		Use:   "record (CGROUP | --cgroup PATH | --pid PID | --container NAME|ID | --pod NS/NAME|UID) [--duration D] [--out FILE]",
 		Short: "follow a live cgroup and record a trace of it",
 		Long: `Follows a cgroup that something else runs in (a container, a service, a pod)
 for --duration, or until Ctrl-C, reading its counters ten times per period as
@@ -43,6 +44,7 @@ and the recommender.
 
 Name the group one way:
   CGROUP        its path as /proc/PID/cgroup shows it, e.g. /docker/4f5e6a...
+                (or --cgroup PATH, as cfsprobe recommend --cgroup names it)
   --pid         a process in it
   --container   a container's name (docker ps's NAMES; a Kubernetes container's
                 name when one pod only has it), or its ID or the start of one
@@ -67,6 +69,7 @@ reported as a failed check. Nothing is written to the group.`,
 	}
 	fl := c.Flags()
 	fl.DurationVar(&f.duration, "duration", 0, "how long to record (default: until Ctrl-C or SIGTERM)")
+	fl.StringVar(&f.cgroup, "cgroup", "", "record the group of this path (as /proc/PID/cgroup shows it): the same as giving it as the argument")
 	fl.IntVar(&f.pid, "pid", 0, "record the group of this process")
 	fl.StringVar(&f.container, "container", "", "record the group of the container of this name, or this ID (or a unique prefix of it)")
 	fl.StringVar(&f.pod, "pod", "", "record the group of this Kubernetes pod: NAMESPACE/NAME, or its UID")
@@ -88,6 +91,9 @@ func (f *recordFlags) selector(c *cobra.Command, args []string) (monitor.Selecto
 	if len(args) == 1 {
 		sel.Path, given, n = args[0], append(given, args[0]), n+1
 	}
+	if c.Flags().Changed("cgroup") {
+		sel.Path, given, n = f.cgroup, append(given, "--cgroup", f.cgroup), n+1
+	}
 	if c.Flags().Changed("pid") {
 		if f.pid <= 0 {
 			return sel, nil, usageErr("--pid %d is not a process ID: give a positive number", f.pid)
@@ -105,9 +111,9 @@ func (f *recordFlags) selector(c *cobra.Command, args []string) (monitor.Selecto
 	}
 	switch {
 	case n == 0:
-		return sel, nil, usageErr("name the group to record: a cgroup path, --pid, --container or --pod (see: cfsprobe record --help)")
+		return sel, nil, usageErr("name the group to record: a cgroup path (or --cgroup), --pid, --container or --pod (see: cfsprobe record --help)")
 	case n > 1:
-		return sel, nil, usageErr("name the group one way only: a cgroup path, --pid, --container or --pod")
+		return sel, nil, usageErr("name the group one way only: a cgroup path (or --cgroup), --pid, --container or --pod")
 	}
 	return sel, given, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // throttled periods are the kernel's nr_throttled delta over the
 // recording (within what cpu.stat counted just before and after it);
 // report renders the trace; check --from-traces reads it; record --pid
-// finds the group of the loop.
+// finds the group of the loop, and so does record --cgroup.
 func TestRecordHandMadeGroup(t *testing.T) {
 	l := needCgroups(t)
 	name := fmt.Sprintf("cfsprobe-record-%d", os.Getpid())
@@ -69,5 +70,17 @@ func TestRecordHandMadeGroup(t *testing.T) {
 	}
 	if byPID.Cgroup.Path != "/"+name {
 		t.Errorf("record --pid %d recorded %s, want /%s", busy.Process.Pid, byPID.Cgroup.Path, name)
+	}
+	// --cgroup names it as recommend --cgroup does.
+	r = cfsprobe(t, "record", "--cgroup", "/"+name, "--duration", "500ms", "--json")
+	if r.code != 0 {
+		t.Fatalf("record --cgroup: exit %d\n%s", r.code, r.stderr)
+	}
+	byFlag, err := trace.Read(strings.NewReader(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byFlag.Cgroup.Path != "/"+name || !slices.Equal(byFlag.Spec.Args, []string{"--cgroup", "/" + name}) {
+		t.Errorf("record --cgroup /%s recorded %s (spec.args %q), want /%s named by --cgroup", name, byFlag.Cgroup.Path, byFlag.Spec.Args, name)
 	}
 }
