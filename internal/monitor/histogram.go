@@ -30,15 +30,17 @@ func (h *Histogram) Observe(v float64) {
 	h.Count++
 }
 
-func (h Histogram) clone() Histogram {
-	h.Counts = append([]uint64(nil), h.Counts...)
+// copyInto copies h, its counts into into's (reused when large enough).
+func (h Histogram) copyInto(into Histogram) Histogram {
+	h.Counts = append(into.Counts[:0], h.Counts...)
 	return h
 }
 
-// clone copies the histograms.
-func (h PeriodHistograms) clone() PeriodHistograms {
-	h.Usage, h.Demand, h.Stall, h.Stopped = h.Usage.clone(), h.Demand.clone(), h.Stall.clone(), h.Stopped.clone()
-	h.Pairs = h.Pairs.clone()
+// copyInto copies the histograms, their counts into into's: a snapshot
+// taken again into the last one allocates nothing.
+func (h PeriodHistograms) copyInto(into PeriodHistograms) PeriodHistograms {
+	h.Usage, h.Demand, h.Stall = h.Usage.copyInto(into.Usage), h.Demand.copyInto(into.Demand), h.Stall.copyInto(into.Stall)
+	h.Stopped, h.Pairs = h.Stopped.copyInto(into.Stopped), h.Pairs.copyInto(into.Pairs)
 	return h
 }
 

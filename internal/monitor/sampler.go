@@ -171,11 +171,19 @@ func (s *Sampler) Groups() int {
 func (s *Sampler) Overruns() uint64 { return s.overruns.Load() }
 
 // Snapshot appends a copy of every followed group's histograms to dst.
+// The copies reuse the counts of what dst's array held beyond its length
+// (a snapshot passed back as last[:0]), so that taking one at every
+// scrape allocates nothing: the caller is done with that one.
 func (s *Sampler) Snapshot(dst []GroupPeriods) []GroupPeriods {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, g := range s.groups {
-		dst = append(dst, GroupPeriods{Path: g.target.Group.Path, PeriodHistograms: g.hist.clone()})
+	old := dst[len(dst):cap(dst)]
+	for i, g := range s.groups {
+		var into PeriodHistograms
+		if i < len(old) {
+			into = old[i].PeriodHistograms
+		}
+		dst = append(dst, GroupPeriods{Path: g.target.Group.Path, PeriodHistograms: g.hist.copyInto(into)})
 	}
 	return dst
 }

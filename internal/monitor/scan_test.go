@@ -311,6 +311,38 @@ func TestSamplerSkipsUnknownUsage(t *testing.T) {
 	}
 }
 
+// A snapshot of the sampler's histograms taken again into the last one
+// (as a scrape does) allocates nothing, and is a copy: what the sampler
+// counts next does not change it.
+func TestSamplerSnapshotAllocs(t *testing.T) {
+	r, err := OpenRoot(filepath.Join("testdata", "k8s-systemd-v1-containerd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := NewScanner(r, ScanOptions{})
+	if err := sc.Rescan(); err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	ts, _ := sc.Targets(nil)
+	s := NewSampler(SamplerOptions{MaxGroups: len(ts), DemandBuckets: []float64{0.5, 1, 2}})
+	defer s.close()
+	s.Follow(ts)
+	snap := s.Snapshot(nil)
+	if len(snap) == 0 {
+		t.Fatal("the sampler follows no group of the fixture")
+	}
+	if allocs := testing.AllocsPerRun(20, func() { snap = s.Snapshot(snap[:0]) }); allocs != 0 {
+		t.Errorf("Snapshot into the last one allocates %.0f times, want 0", allocs)
+	}
+	s.mu.Lock()
+	s.groups[0].hist.Demand.Observe(0.5)
+	s.mu.Unlock()
+	if snap[0].Demand.Count != 0 || slices.ContainsFunc(snap[0].Demand.Counts, func(n uint64) bool { return n != 0 }) {
+		t.Errorf("the snapshot changed with the sampler's histograms: %+v", snap[0].Demand)
+	}
+}
+
 // Reading every group at a scrape allocates nothing but the readings.
 func TestScannerReadAllocs(t *testing.T) {
 	for _, name := range []string{"k8s-systemd-v1-containerd", "k8s-systemd-v2-containerd"} {
