@@ -104,7 +104,10 @@ with the recommendation's thread cap and no limit), and each is shown
 predicted beside measured: throttled periods, p99 stall, CPU used, and the
 p99.9 latency of its operations. The recommendation met the target when run
 if its rerun meets the target and, when the workload has operations, its
-p99.9 is at most 2× the reference run's. A recording of a live group has
+p99.9 is at most 2× the reference run's. A command rerun under a thread
+cap gets it as its CPU view; one that sets its thread count itself
+(sysbench --threads=4) ignores the view, and the verdict says the cap did
+not hold. A recording of a live group has
 no program cfsprobe started, so it cannot be verified. Progress goes to
 stderr.`,
 		Example: `  cfsprobe run --out api.json --cpus 0.2 bursty --threads 4 --on-cpu 40ms --every 1s --duration 60s

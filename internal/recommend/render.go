@@ -181,6 +181,14 @@ func (g *Group) notes() []string {
 	if n := g.currentCheaper(); n != "" {
 		out = append(out, n)
 	}
+	if n := g.Recommended.Setting.Threads; n > 0 {
+		if g.Model.ParallelismFrom == trace.FromParams {
+			out = append(out, fmt.Sprintf("the thread cap: at most %s busy at once, the built-in workload's --threads %d", threads(n), n))
+		} else {
+			out = append(out, fmt.Sprintf("the thread cap: at most %s busy at once; a program that sizes its pools by the CPU count takes it from cfsprobe exec --cpus %d (or the variables of --format k8s), one that sets the count itself (a --threads or workers flag) from that flag",
+				threads(n), n))
+		}
+	}
 	if len(g.Peers) == 0 {
 		return out
 	}

@@ -169,12 +169,25 @@ func verified(g *Group, runs []Run) *Verified {
 		why += fmt.Sprintf("; op p99.9 %s against %s in the reference run (at most %d×: %s)",
 			report.Dur(*rp), report.Dur(*fp), LatencyFactor, yesNo(ok))
 	}
+	if w := capNotHeld(rec.Setting, runTrace(runs, rec.Setting)); w != "" {
+		why += "; " + w
+	}
 	if out.Met {
 		out.Why = "met: " + why
 	} else {
 		out.Why = "not met: " + why
 	}
 	return out
+}
+
+// runTrace is the trace of the run of s.
+func runTrace(runs []Run, s Setting) *trace.Trace {
+	for _, r := range runs {
+		if r.Setting == s {
+			return r.Trace
+		}
+	}
+	return nil
 }
 
 func yesNo(b bool) string {

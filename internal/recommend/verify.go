@@ -12,6 +12,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cpuview"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
@@ -170,8 +171,28 @@ func (r *Reruns) Run(ctx context.Context) ([]Run, error) {
 			return nil, fmt.Errorf("rerun under %s: %w", runs[i].Setting, err)
 		}
 		runs[i].Trace = t
+		if w := capNotHeld(runs[i].Setting, t); w != "" {
+			runs[i].Warnings = append(runs[i].Warnings, w)
+		}
 	}
 	return runs, nil
+}
+
+// capNotHeld says, for a command rerun under a thread cap, when the cap
+// did not hold: the command ran on more CPUs at once than the cap, as a
+// replay reads its trace (sim.Parallelism). A command that sets its
+// thread count itself (sysbench --threads=4, a worker-count flag) does
+// not size it by the CPU view, and takes no cap from cfsprobe.
+func capNotHeld(s Setting, t *trace.Trace) string {
+	if s.Threads <= 0 || t == nil || t.Spec.Workload != "command" {
+		return ""
+	}
+	par, from, err := sim.Parallelism(t)
+	if err != nil || par <= s.Threads {
+		return ""
+	}
+	return fmt.Sprintf("the thread cap did not hold: with a CPU view of %s the command ran on %s at once (from %s): it sets its thread count itself, so cap that (its threads or workers flag)",
+		cpus(float64(s.Threads)), cpus(float64(par)), from)
 }
 
 // rerunConfig is the lab's configuration that runs tr's workload under

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"regexp"
@@ -271,6 +272,36 @@ func TestVerifyCommandView(t *testing.T) {
 		}
 		if want := fmt.Sprintf("%s %d\n", os.Getenv("GOMAXPROCS"), runtime.NumCPU()); out.String() != want {
 			return fmt.Errorf("the command with no cap printed %q, want %q", out.String(), want)
+		}
+		return nil
+	})
+}
+
+// A command that sets its thread count itself runs on more CPUs than a
+// thread cap's view gives it, and its rerun says the cap did not hold;
+// one that sizes its threads by the CPU count keeps to the cap, and its
+// rerun says nothing of it.
+func TestVerifyCapNotHeld(t *testing.T) {
+	spin := `timeout 1 sh -c 'while :; do :; done'`
+	ownCount := commandTrace(nil, "sh", "-c", "for i in 1 2; do "+spin+" & done; wait")
+	byView := commandTrace(nil, "sh", "-c", "for i in $(seq $(nproc)); do "+spin+" & done; wait")
+	capped := Setting{Limits: cgroup.Limits{Period: cgroup.DefaultPeriod}, Threads: 1}
+	verifyTries(t, func() error {
+		opt := VerifyOptions{Parent: verifyParent, Stdout: io.Discard}
+		own, err := VerifyAll(context.Background(), ownCount, []Setting{capped}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view, err := VerifyAll(context.Background(), byView, []Setting{capped}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := strings.Join(own[0].Warnings, "; ")
+		if !strings.Contains(w, "the thread cap did not hold: with a CPU view of 1 CPU the command ran on 2 CPUs at once") {
+			return fmt.Errorf("2 spinning loops under a cap of 1: warnings %q, want the cap not held on 2 CPUs", w)
+		}
+		if w := strings.Join(view[0].Warnings, "; "); strings.Contains(w, "did not hold") {
+			return fmt.Errorf("$(nproc) spinning loops under a cap of 1: warnings %q, want none of the cap", w)
 		}
 		return nil
 	})

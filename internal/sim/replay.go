@@ -396,6 +396,21 @@ func readPeriods(tr *trace.Trace) ([]period, error) {
 	return out, nil
 }
 
+// Parallelism is the number of CPUs a trace's group kept busy when it
+// had work, as a replay reads it, and what it was read from
+// (trace.FromParams, trace.FromStoppedCPUs, trace.FromRunningCPUs).
+func Parallelism(tr *trace.Trace) (int, string, error) {
+	if len(tr.Periods) == 0 {
+		return 0, "", ErrNoPeriods
+	}
+	ps, err := readPeriods(tr)
+	if err != nil {
+		return 0, "", err
+	}
+	n, from := parallelism(tr, ps)
+	return n, from, nil
+}
+
 // parallelism is the number of CPUs a trace's group kept busy when it had
 // work, and where that was read: a built-in workload's threads (on at
 // most the CPUs it could use); else the most CPUs the kernel stopped in
