@@ -39,6 +39,11 @@ func TestSimulateReplay(t *testing.T) {
 	if again := simulateTrace(t, args...); !reflect.DeepEqual(again.Periods, tr.Periods) {
 		t.Error("the same seed gave other periods")
 	}
+	// The trace as the argument is the trace as --trace.
+	positional := append(append([]string{}, args[:len(args)-2]...), replayFixture)
+	if again := simulateTrace(t, positional...); !reflect.DeepEqual(again.Periods, tr.Periods) {
+		t.Error("replay FILE gave other periods than replay --trace FILE")
+	}
 
 	scaled := simulateTrace(t, append(args, "--scale", "1.5", "--demand", "open")...).Spec.Simulated.Replay
 	if scaled.Scale != 1.5 || scaled.Demand != "open" || scaled.DemandFrom != "given" || scaled.DemandNs <= scaled.UsageNs*3/2 {
@@ -46,7 +51,7 @@ func TestSimulateReplay(t *testing.T) {
 	}
 
 	r := cfsprobe(t, "simulate", "replay", "--help")
-	if r.code != 0 || !strings.Contains(r.stdout, "--demand") || !strings.Contains(r.stdout, "cfsprobe simulate --cpus 0.5 replay --trace tight.json") {
+	if r.code != 0 || !strings.Contains(r.stdout, "--demand") || !strings.Contains(r.stdout, "cfsprobe simulate --cpus 0.5 replay tight.json") {
 		t.Errorf("replay --help: exit %d\n%s", r.code, r.stdout)
 	}
 }

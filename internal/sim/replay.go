@@ -588,7 +588,7 @@ where it ran.
 Examples:
   cfsprobe run --cpus 0.3 -o tight.json bursty --on-cpu 450ms --off 50ms --duration 10s
   cfsprobe simulate --json replay --trace tight.json     # no limit: what it wanted
-  cfsprobe simulate --cpus 0.5 replay --trace tight.json  # how often 0.5 CPU throttles it
+  cfsprobe simulate --cpus 0.5 replay tight.json          # how often 0.5 CPU throttles it
   cfsprobe record --pid 4242 --duration 60s --out api.json
   cfsprobe simulate --host-cpus 16 --cpus 2 replay --trace api.json --scale 1.5
   cfsprobe simulate --kernel 5.14 --quota 50ms --burst 50ms replay --trace api.json --demand open
@@ -596,7 +596,7 @@ Examples:
 
 // replayFlags are the replay workload's flags.
 func replayFlags(fs *pflag.FlagSet, file *string, opt *ReplayOptions) *string {
-	fs.StringVar(file, "trace", "", "the trace to replay (saved by cfsprobe run, record or simulate with --out)")
+	fs.StringVar(file, "trace", "", "the trace to replay (saved by cfsprobe run, record or simulate with --out); or give it as the argument")
 	demand := fs.String("demand", "", DemandNames()+": what became of the work the group could not do while it stood still (default: from the trace)")
 	fs.IntVar(&opt.Parallelism, "parallelism", 0, "CPUs the group's work runs on at once (default: from the trace)")
 	fs.Float64Var(&opt.Scale, "scale", 1, "multiply the demand: F times the work on F times the CPUs, in the same time")
@@ -618,11 +618,17 @@ func prepareReplay(p *Plan, args []string) error {
 		}
 		return fmt.Errorf("workload replay: %w %s", err, hint)
 	}
+	named := "--trace " + file // the trace, as the user gave it
+	if flags.NArg() == 1 && file == "" {
+		file, named = flags.Arg(0), flags.Arg(0) // replay FILE, as replay --trace FILE
+	} else if flags.NArg() == 1 {
+		return fmt.Errorf("workload replay: the trace is given twice (%s and --trace %s): give it once", flags.Arg(0), file)
+	}
 	switch {
-	case flags.NArg() > 0:
-		return fmt.Errorf("workload replay: unexpected argument %q %s", flags.Arg(0), hint)
+	case flags.NArg() > 1:
+		return fmt.Errorf("workload replay: unexpected argument %q: replay reads one trace %s", flags.Arg(1), hint)
 	case file == "":
-		return fmt.Errorf("workload replay needs a trace: give --trace FILE, saved by cfsprobe run, record or simulate with --out")
+		return fmt.Errorf("workload replay needs a trace: give FILE (or --trace FILE), saved by cfsprobe run, record or simulate with --out")
 	case math.IsNaN(opt.Scale) || opt.Scale <= 0 || opt.Scale > MaxReplayScale:
 		return fmt.Errorf("workload replay: --scale %v is not a factor above 0 and at most %d", opt.Scale, MaxReplayScale)
 	case opt.Parallelism < 0 || opt.Parallelism > MaxReplayLanes:
@@ -638,22 +644,22 @@ func prepareReplay(p *Plan, args []string) error {
 	tr, err := trace.ReadFile(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("workload replay: --trace %s does not exist: give the path of a trace saved with --out", file)
+		return fmt.Errorf("workload replay: %s does not exist: give the path of a trace saved with --out", named)
 	case errors.Is(err, io.EOF):
-		return fmt.Errorf("workload replay: --trace %s is empty: give a trace saved by cfsprobe run, record or simulate with --out", file)
+		return fmt.Errorf("workload replay: %s is empty: give a trace saved by cfsprobe run, record or simulate with --out", named)
 	case err != nil:
 		if inner := errors.Unwrap(err); inner != nil {
 			err = inner // the path is said once
 		}
-		return fmt.Errorf("workload replay: --trace %s is not a cfsprobe trace (%v): give a file saved by cfsprobe run, record or simulate with --out", file, err)
+		return fmt.Errorf("workload replay: %s is not a cfsprobe trace (%v): give a file saved by cfsprobe run, record or simulate with --out", named, err)
 	}
 	opt.Source = file
 	d, rec, err := reconstruct(tr, opt)
 	if err != nil {
 		if errors.Is(err, ErrNoPeriods) {
-			return fmt.Errorf("workload replay: --trace %s has no periods, so no demand to replay: record the group for longer, while it runs", file)
+			return fmt.Errorf("workload replay: %s has no periods, so no demand to replay: record the group for longer, while it runs", named)
 		}
-		return fmt.Errorf("workload replay: --trace %s: %w", file, err)
+		return fmt.Errorf("workload replay: %s: %w", named, err)
 	}
 	p.spec = trace.Spec{Workload: "replay", Args: append([]string{}, args...)}
 	r := &Replayer{lanes: d.laneSteps(), rec: rec}
