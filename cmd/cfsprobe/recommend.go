@@ -16,9 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
-	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
-	"github.com/cfsprobe/cfsprobe/internal/monitor"
 	"github.com/cfsprobe/cfsprobe/internal/recommend"
 	"github.com/cfsprobe/cfsprobe/internal/recommend/fleet"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
@@ -26,8 +24,7 @@ import (
 )
 
 type recommendFlags struct {
-	cgroup     string
-	cgroupRoot cgroupRoot
+	group      liveGroup
 	duration   time.Duration
 	out        string
 	target     string
@@ -49,10 +46,11 @@ type recommendFlags struct {
 func newRecommendCmd() *cobra.Command {
 	f := &recommendFlags{}
 	c := &cobra.Command{
-		Use:   "recommend (TRACE... | --cgroup PATH --duration D | --prometheus URL [--since W]) [--target T] [--format F]",
+		Use:   "recommend (TRACE... | --cgroup PATH|--pid PID|--container NAME|--pod NS/NAME --duration D | --prometheus URL [--since W]) [--target T] [--format F]",
 		Short: "advise a group's CPU limit — a quota, a burst, a thread cap, or none — from its per-period demand",
 		Long: `Reads what a group did in every period (a trace saved by cfsprobe run, record or
-simulate, or a live group recorded first with --cgroup), turns it back into
+simulate, or a live group recorded first for --duration: --cgroup PATH, --pid,
+--container or --pod, named as cfsprobe record names it), turns it back into
 the group's demand, and simulates that demand under candidate settings on a
 model of the kernel's bandwidth control (the one of cfsprobe simulate). It
 advises the setting that reserves the least CPU and still meets the target:
@@ -114,6 +112,7 @@ stderr.`,
   cfsprobe recommend api.json
   cfsprobe recommend --target stall:5ms --format markdown api.json worker=batch.json
   cfsprobe recommend --cgroup /system.slice/nginx.service --duration 2m --out nginx.json
+  cfsprobe recommend --container api --duration 5m --format k8s
   cfsprobe recommend --format k8s api.json > patch.yaml   # kubectl patch deployment api --patch-file patch.yaml
   cfsprobe recommend --json --kernel 5.4 --host-cpus 16 --max-cpus 4 api.json
   cfsprobe recommend --prometheus http://prometheus:9090 --since 7d --selector 'cgroup=~"/kubepods.*"' 
@@ -123,10 +122,9 @@ stderr.`,
 		RunE: func(c *cobra.Command, args []string) error { return runRecommend(c, f, args) },
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.cgroup, "cgroup", "", "record this live group first (its path as /proc/PID/cgroup shows it) for --duration, and advise on it")
-	f.cgroupRoot.addFlag(fl)
-	fl.DurationVar(&f.duration, "duration", 0, "with --cgroup: how long to record the group")
-	fl.StringVarP(&f.out, "out", "o", "", "with --cgroup: save the recorded trace to this file")
+	f.group.addFlags(fl, "record first, for --duration, and advise on", "record this live group first (its path as /proc/PID/cgroup shows it) for --duration, and advise on it")
+	fl.DurationVar(&f.duration, "duration", 0, "with a live group ("+liveGroupWays+"): how long to record it")
+	fl.StringVarP(&f.out, "out", "o", "", "with a live group: save the recorded trace to this file")
 	fl.StringVar(&f.target, "target", "throttled:1%", "what the advice must meet: throttled:PCT, stall:DURATION or demand:pN")
 	fl.StringVar(&f.headroom, "headroom", "10%", "raise the fewest millicores that meet the target in the simulation by this much, for what the model does not see (a run's own overhead, a noisy host); 0 advises the edge itself")
 	fl.Float64Var(&f.maxCPUs, "max-cpus", 0, "the most CPUs a limit may reserve before removing it is advised (default: the CPUs the group can use)")
@@ -193,21 +191,21 @@ func (f *recommendFlags) options(c *cobra.Command) (recommend.Options, recommend
 	return opt, format, nil
 }
 
-// live checks the flags of a live group: --cgroup with --duration, or
-// traces without them.
+// live checks the flags of a live group: one way of naming it (--cgroup,
+// --pid, --container, --pod) with --duration, or traces without them.
 func (f *recommendFlags) live(c *cobra.Command, args []string) (bool, error) {
-	live := c.Flags().Changed("cgroup")
+	live := f.group.named(c)
 	switch {
 	case live && len(args) > 0:
-		return false, usageErr("give traces or --cgroup, not both: the traces would be advised without the live group")
+		return false, usageErr("give traces or a live group (%s), not both: the traces would be advised without the live group", liveGroupWays)
 	case !live && len(args) == 0:
-		return false, usageErr("nothing to advise on: give traces (saved by cfsprobe run, record or simulate) or --cgroup PATH --duration D (see: cfsprobe recommend --help)")
+		return false, usageErr("nothing to advise on: give traces (saved by cfsprobe run, record or simulate) or a live group to record: --cgroup PATH (or --pid, --container, --pod) --duration D (see: cfsprobe recommend --help)")
 	case !live && c.Flags().Changed("duration"):
-		return false, usageErr("--duration is how long to record --cgroup: add --cgroup PATH, or leave --duration out for traces")
+		return false, usageErr("--duration is how long to record a live group: add --cgroup PATH (or --pid, --container, --pod), or leave --duration out for traces")
 	case !live && f.out != "":
-		return false, usageErr("--out saves the recording of --cgroup: add --cgroup PATH, or leave --out out for traces")
+		return false, usageErr("--out saves the recording of a live group: add --cgroup PATH (or --pid, --container, --pod), or leave --out out for traces")
 	case live && !(f.duration > 0):
-		return false, usageErr("--cgroup needs --duration: how long to record the group, such as 2m")
+		return false, usageErr("a live group is recorded for --duration: add it, such as --duration 2m")
 	}
 	if live && f.out != "" {
 		if err := checkWritable(f.out); err != nil {
@@ -265,7 +263,7 @@ func (f *recommendFlags) inputs(c *cobra.Command, args []string) ([]recommend.In
 		return nil, err
 	}
 	if live {
-		in, err := f.record()
+		in, err := f.record(c)
 		if err != nil {
 			return nil, err
 		}
@@ -297,12 +295,12 @@ func (f *recommendFlags) prometheusOptions(c *cobra.Command, args []string) (fle
 		return fleet.Options{}, false, usageErr("--since and --selector say what to read of --prometheus: add --prometheus URL, or leave them out")
 	case !on:
 		return fleet.Options{}, false, nil
-	case len(args) > 0 || c.Flags().Changed("cgroup"):
-		return fleet.Options{}, false, usageErr("give --prometheus, traces or --cgroup, one of them: the others would be advised apart from the fleet")
+	case len(args) > 0 || f.group.named(c):
+		return fleet.Options{}, false, usageErr("give --prometheus, traces or a live group (%s), one of them: the others would be advised apart from the fleet", liveGroupWays)
 	case f.verify:
 		return fleet.Options{}, false, usageErr("--verify reruns a trace's workload, and a group read from Prometheus has none cfsprobe started: give its trace of cfsprobe run instead")
 	case c.Flags().Changed("duration") || f.out != "":
-		return fleet.Options{}, false, usageErr("--duration and --out are for recording --cgroup: leave them out with --prometheus")
+		return fleet.Options{}, false, usageErr("--duration and --out are for recording a live group: leave them out with --prometheus")
 	}
 	since, err := model.ParseDuration(f.since)
 	if err != nil || since <= 0 {
@@ -349,30 +347,25 @@ func readFleet(opt fleet.Options) ([]recommend.Input, error) {
 	return ins, nil
 }
 
-// record follows the live group of --cgroup for --duration (as cfsprobe
-// record does) and returns it as the recommender's input.
-func (f *recommendFlags) record() (recommend.Input, error) {
-	root, err := f.cgroupRoot.open()
-	if err != nil {
-		return recommend.Input{}, err
-	}
-	host := hostfs.Default()
-	g, err := root.Find(monitor.Selector{Path: f.cgroup}, host)
-	if err != nil {
-		if errors.Is(err, monitor.ErrNoGroup) {
-			return recommend.Input{}, &exitError{2, err}
-		}
-		return recommend.Input{}, err
-	}
-	rec, err := lab.PrepareRecord(lab.RecordConfig{
-		Group: g, Duration: f.duration, Args: []string{f.cgroup}, Host: root.HostFacts(host),
-	})
+// record follows the live group the flags name for --duration (as
+// cfsprobe record does) and returns it as the recommender's input.
+func (f *recommendFlags) record(c *cobra.Command) (recommend.Input, error) {
+	sel, given, err := f.group.selector(c, "", liveGroupWays)
 	if err != nil {
 		return recommend.Input{}, err
 	}
 	ctx, _, stop := signalContext()
 	defer stop()
-	fmt.Fprintf(os.Stderr, "cfsprobe: recording %s (%s) for %v\n", g.Path, g.ID.Name, f.duration)
+	cfg, label, err := f.group.recordConfig(sel, given)
+	if err != nil {
+		return recommend.Input{}, err
+	}
+	cfg.Duration = f.duration
+	rec, err := lab.PrepareRecord(cfg)
+	if err != nil {
+		return recommend.Input{}, err
+	}
+	fmt.Fprintf(os.Stderr, "cfsprobe: recording %s (%s) for %v\n", cfg.Group.Path, label, f.duration)
 	tr, err := rec.Run(ctx)
 	if err != nil {
 		return recommend.Input{}, err
@@ -382,7 +375,16 @@ func (f *recommendFlags) record() (recommend.Input, error) {
 			return recommend.Input{}, err
 		}
 	}
-	return recommend.Input{Name: f.cgroup, Trace: tr}, nil
+	// Its name: the container's (as --format k8s names the container to
+	// patch), else the pod's, else the group's path.
+	name := cfg.Group.Path
+	switch n := cfg.Names; {
+	case n.ContainerName != "":
+		name = n.ContainerName
+	case n.PodName != "":
+		name = n.PodNamespace + "/" + n.PodName
+	}
+	return recommend.Input{Name: name, Trace: tr}, nil
 }
 
 // namedTrace reads a trace argument, FILE or NAME=FILE: its name (the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -96,7 +97,7 @@ func TestRecommendLiveGroupRealCgroups(t *testing.T) {
 	name := fmt.Sprintf("cfsprobe-recommend-%d", os.Getpid())
 	dirs := handMadeGroup(t, l, name)
 	setQuota(t, l.CPU.Version, dirs[0], 20000, 100000)
-	busyLoop(t, dirs...)
+	busy := busyLoop(t, dirs...)
 
 	out := filepath.Join(t.TempDir(), "live.json")
 	r := cfsprobe(t, "recommend", "--cgroup", "/"+name, "--duration", "2s", "--out", out, "--json")
@@ -125,5 +126,15 @@ func TestRecommendLiveGroupRealCgroups(t *testing.T) {
 	}
 	if _, err := trace.ReadFile(out); err != nil {
 		t.Errorf("--out: %v", err)
+	}
+
+	// The group named by a process in it, as cfsprobe record names it.
+	r = cfsprobe(t, "recommend", "--pid", strconv.Itoa(busy.Process.Pid), "--duration", "1s", "--json")
+	doc = recommend.Document{}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); r.code != 0 || err != nil || len(doc.Groups) != 1 {
+		t.Fatalf("recommend --pid: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	if g := doc.Groups[0]; g.Name != "/"+name || g.Workload != "recorded" {
+		t.Errorf("recommend --pid %d: group %s (%s), want the recording of /%s", busy.Process.Pid, g.Name, g.Workload, name)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cfsprobe/cfsprobe/internal/recommend"
 	"github.com/cfsprobe/cfsprobe/internal/testenv"
 	"github.com/cfsprobe/cfsprobe/internal/testenv/dockerd"
 	"github.com/cfsprobe/cfsprobe/internal/top"
@@ -321,6 +322,20 @@ func TestSeed003Containers(t *testing.T) {
 	t.Logf("record --container seed003-cpus-0.1 --duration 3s: cgroup %s, %d of %d periods throttled", tr.Cgroup.Path, throttled, len(tr.Periods))
 	if len(tr.Periods) < 20 || throttled < len(tr.Periods)*7/10 {
 		t.Errorf("record: %d of %d periods throttled, want 70%% or more of 20 or more", throttled, len(tr.Periods))
+	}
+
+	// recommend --container NAME records the container's group as record
+	// does, names the advice after the container (the one --format k8s
+	// patches), and does not shrink it toward the 0.1 CPU it ran under.
+	var doc recommend.Document
+	if err := json.Unmarshal(cfsprobe(t, bin, "recommend", "--container", "seed003-cpus-0.1", "--duration", "3s", "--json", "--docker-host", d.Host()), &doc); err != nil || len(doc.Groups) != 1 {
+		t.Fatalf("recommend --container: %v, %d groups", err, len(doc.Groups))
+	}
+	g := doc.Groups[0]
+	rec := g.Recommended
+	t.Logf("recommend --container seed003-cpus-0.1 --duration 3s: %s %s (%s)", rec.Kind, rec.Setting, rec.Reason)
+	if g.Name != "seed003-cpus-0.1" || g.Workload != "recorded" || rec.Kind != recommend.KindNoLimit && rec.Setting.Millicores() <= 100 {
+		t.Errorf("recommend --container seed003-cpus-0.1: group %q (%s), recommended %s %s; want the container's name, its recording, and more than the 100m it is throttled under", g.Name, g.Workload, rec.Kind, rec.Setting)
 	}
 }
 
