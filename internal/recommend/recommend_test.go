@@ -575,6 +575,33 @@ func TestNotesClosedFromStretches(t *testing.T) {
 	}
 }
 
+// A command or a recording throttled in nearly every period, not read as
+// a closed loop, says that its demand is known only to exceed its limit;
+// one throttled less, a closed loop, a built-in workload's flags and a
+// synthetic trace leave nothing to say.
+func TestNotesCensoredThroughout(t *testing.T) {
+	const why = "the group's demand is known only to exceed its limit"
+	for _, tc := range []struct {
+		demand, from, synthetic string
+		throttled, periods      int
+		want                    bool
+	}{
+		{"timed", "a throttled stretch lasted to the trace's end, and none ended", "", 151, 152, true},
+		{"open", "a command's own reading", "", 90, 100, true},
+		{"timed", "a throttled stretch lasted to the trace's end, and none ended", "", 89, 100, false},
+		{"closed", "9 of 10 throttled stretches caught up after", "", 100, 100, false},
+		{"timed", trace.FromParams, "", 100, 100, false},
+		{"timed", trace.FromGiven, "", 100, 100, false},
+		{"timed", trace.FromSynthetic, "prometheus", 100, 100, false},
+	} {
+		g := &Group{Synthetic: tc.synthetic, Model: Model{Demand: tc.demand, DemandFrom: tc.from, Parallelism: 2, ThrottledPeriods: tc.throttled, Periods: tc.periods}}
+		got := strings.Contains(strings.Join(g.notes(), "\n"), why)
+		if got != tc.want {
+			t.Errorf("%s from %q (synthetic %q), %d of %d periods throttled: notes %q, want the note %v", tc.demand, tc.from, tc.synthetic, tc.throttled, g.Model.Periods, g.notes(), tc.want)
+		}
+	}
+}
+
 // A current limit that meets the target but is cheaper than the advice
 // is said under the table, with why the advice is above it: the
 // recording's 1 thread of 30 ms every 300 ms meets 1 % under its 0.25

@@ -178,6 +178,9 @@ func (g *Group) notes() []string {
 		// catches up too, and they cannot tell it from a closed loop.
 		out = append(out, "read as a closed loop from its throttled stretches; if its work comes at its own times (a job every second, requests that do not wait for the last answer), --demand scheduled keeps them")
 	}
+	if n := g.censoredThroughout(); n != "" {
+		out = append(out, n)
+	}
 	if n := g.currentCheaper(); n != "" {
 		out = append(out, n)
 	}
@@ -204,6 +207,24 @@ func (g *Group) notes() []string {
 		}
 	}
 	return out
+}
+
+// CensoredShare is the share of a trace's periods throttled above which
+// the advice says that the group's demand was hardly seen at all.
+const CensoredShare = 0.9
+
+// censoredThroughout says, for a command or a recording throttled in
+// nearly every period (CensoredShare) and not read as a closed loop,
+// that its demand is known only to exceed what it got, and what the
+// replay took it to be ("" otherwise): the advice rests on that reading.
+func (g *Group) censoredThroughout() string {
+	m := g.Model
+	if g.Synthetic != "" || m.DemandFrom == trace.FromParams || m.DemandFrom == trace.FromGiven || m.Demand == string(sim.DemandClosed) ||
+		m.Periods == 0 || float64(m.ThrottledPeriods) < CensoredShare*float64(m.Periods) {
+		return ""
+	}
+	return fmt.Sprintf("throttled in %d of its %d periods, the group's demand is known only to exceed its limit: the replay (%s) took it for %s busy in every throttled period, an upper bound (a service that queued its requests while it stood still wanted less); record it for a while under a looser limit, or none, to see what it wants",
+		m.ThrottledPeriods, m.Periods, m.Demand, cpus(float64(m.Parallelism)))
 }
 
 // currentCheaper says why the advice reserves more than a current limit
