@@ -174,8 +174,11 @@ type Group struct {
 	Name string `json:"name"`
 	// Workload is the trace's spec.workload; Synthetic its
 	// spec.synthetic (a trace built from Prometheus series).
-	Workload    string         `json:"workload"`
-	Synthetic   string         `json:"synthetic,omitempty"`
+	Workload  string `json:"workload"`
+	Synthetic string `json:"synthetic,omitempty"`
+	// Names are the recorded group's container and pod, as the container
+	// runtimes named them when it was recorded (trace.Cgroup.Names).
+	Names       trace.Names    `json:"names,omitzero"`
 	Target      Target         `json:"target"`
 	Model       Model          `json:"model"`
 	Current     Current        `json:"current"`
@@ -332,7 +335,7 @@ func newRun(in Input, opt Options) (*run, error) {
 		rec.DemandFrom = demandFrom
 	}
 	g := &Group{
-		Name: in.Name, Workload: tr.Spec.Workload, Synthetic: tr.Spec.Synthetic, Target: target,
+		Name: in.Name, Workload: tr.Spec.Workload, Synthetic: tr.Spec.Synthetic, Names: tr.Cgroup.Names, Target: target,
 		Model: Model{Era: era, HostCPUs: cpus, PeriodNs: int64(period), MaxCPUs: maxCPUs, StepMillicores: step, Headroom: headroom,
 			Demand: rec.Demand, DemandFrom: rec.DemandFrom, Parallelism: rec.Parallelism, ParallelismFrom: rec.ParallelismFrom,
 			Periods: len(tr.Periods)},

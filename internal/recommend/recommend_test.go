@@ -652,3 +652,30 @@ func TestNotesCurrentCheaper(t *testing.T) {
 		}
 	}
 }
+
+// The k8s patch names the container the recording's runtime named, and
+// says which pod it is in; a pod's own group and a group without names
+// are said to need the container's name.
+func TestK8sNamesRecordedContainer(t *testing.T) {
+	g := advise(t, "recorded-1-thread-30ms-every-300ms-0.25cpu", Options{})
+	for _, tc := range []struct {
+		names     trace.Names
+		container string
+		comment   string
+	}{
+		{trace.Names{ContainerName: "api", PodNamespace: "shop", PodName: "api-7d9f"}, "api", "# pod shop/api-7d9f, container api, as recorded"},
+		{trace.Names{ContainerName: "web", Image: "nginx:1.25"}, "web", "# container web, as recorded"},
+		{trace.Names{PodNamespace: "shop", PodName: "api-7d9f"}, g.Name, "# pod shop/api-7d9f, as recorded: its group holds all its containers"},
+		{trace.Names{}, g.Name, "# the container's name is the group's: change it to your container's"},
+	} {
+		g.Names = tc.names
+		var b bytes.Buffer
+		if err := K8s(&b, []*Group{g}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if !strings.Contains(out, "- name: \""+tc.container+"\"\n") || !strings.Contains(out, tc.comment) {
+			t.Errorf("names %+v: want container %q and %q in\n%s", tc.names, tc.container, tc.comment, out)
+		}
+	}
+}

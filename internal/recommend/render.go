@@ -376,7 +376,19 @@ func K8s(w io.Writer, groups []*Group) error {
 		if v := g.Verified; v != nil {
 			fmt.Fprintf(w, "# verified, %s\n", v.Why)
 		}
-		fmt.Fprintln(w, "# the container's name is the group's: change it to your container's")
+		container := g.Name
+		switch n := g.Names; {
+		case n.ContainerName != "" && n.PodName != "":
+			container = n.ContainerName
+			fmt.Fprintf(w, "# pod %s/%s, container %s, as recorded: kubectl patch the workload that owns the pod\n", n.PodNamespace, n.PodName, n.ContainerName)
+		case n.ContainerName != "":
+			container = n.ContainerName
+			fmt.Fprintf(w, "# container %s, as recorded: the pod template's container of that name\n", n.ContainerName)
+		case n.PodName != "":
+			fmt.Fprintf(w, "# pod %s/%s, as recorded: its group holds all its containers; give the limit to the one that uses the CPU (change the name below to it)\n", n.PodNamespace, n.PodName)
+		default:
+			fmt.Fprintln(w, "# the container's name is the group's: change it to your container's")
+		}
 		l := rec.Setting.Limits
 		if l.Burst > 0 {
 			fmt.Fprintf(w, "# CPU burst has no field in the pod spec: set cpu.cfs_burst_us (cgroup v1) or cpu.max.burst (v2) of the container's group to %d on the node\n", l.Burst.Microseconds())
@@ -388,7 +400,7 @@ func K8s(w io.Writer, groups []*Group) error {
 		if m := rec.Setting.Millicores(); m > 0 {
 			cpu = fmt.Sprintf("%dm", m)
 		}
-		fmt.Fprintf(w, "spec:\n  template:\n    spec:\n      containers:\n        - name: %s\n          resources:\n            limits:\n              cpu: %s\n", yamlString(g.Name), cpu)
+		fmt.Fprintf(w, "spec:\n  template:\n    spec:\n      containers:\n        - name: %s\n          resources:\n            limits:\n              cpu: %s\n", yamlString(container), cpu)
 		if n := rec.Setting.Threads; n > 0 {
 			_, changes := cpuview.Merge(nil, cpuview.Settings{CPUs: n})
 			fmt.Fprintf(w, "          # the thread cap: what runtimes size their threads by (%s is read by cfsprobe's CPU view library, when the image preloads it); a variable you set already is replaced: merge %s with yours\n", cpuview.EnvCPUs, cpuview.JavaOptions)

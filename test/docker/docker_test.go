@@ -334,8 +334,8 @@ func TestSeed003Containers(t *testing.T) {
 	g := doc.Groups[0]
 	rec := g.Recommended
 	t.Logf("recommend --container seed003-cpus-0.1 --duration 3s: %s %s (%s)", rec.Kind, rec.Setting, rec.Reason)
-	if g.Name != "seed003-cpus-0.1" || g.Workload != "recorded" || rec.Kind != recommend.KindNoLimit && rec.Setting.Millicores() <= 100 {
-		t.Errorf("recommend --container seed003-cpus-0.1: group %q (%s), recommended %s %s; want the container's name, its recording, and more than the 100m it is throttled under", g.Name, g.Workload, rec.Kind, rec.Setting)
+	if g.Name != "seed003-cpus-0.1" || g.Names.ContainerName != "seed003-cpus-0.1" || g.Workload != "recorded" || rec.Kind != recommend.KindNoLimit && rec.Setting.Millicores() <= 100 {
+		t.Errorf("recommend --container seed003-cpus-0.1: group %q (names %+v, %s), recommended %s %s; want the container's name, its recording, and more than the 100m it is throttled under", g.Name, g.Names, g.Workload, rec.Kind, rec.Setting)
 	}
 }
 
