@@ -282,7 +282,7 @@ func TestVerifyCommandView(t *testing.T) {
 // one that sizes its threads by the CPU count keeps to the cap, and its
 // rerun says nothing of it.
 func TestVerifyCapNotHeld(t *testing.T) {
-	spin := `timeout 1 sh -c 'while :; do :; done'`
+	spin := `timeout 2 sh -c 'while :; do :; done'` // 20 periods: one at least with both loops running, on a busy host too
 	ownCount := commandTrace(nil, "sh", "-c", "for i in 1 2; do "+spin+" & done; wait")
 	byView := commandTrace(nil, "sh", "-c", "for i in $(seq $(nproc)); do "+spin+" & done; wait")
 	capped := Setting{Limits: cgroup.Limits{Period: cgroup.DefaultPeriod}, Threads: 1}
