@@ -375,16 +375,7 @@ func (f *recommendFlags) record(c *cobra.Command) (recommend.Input, error) {
 			return recommend.Input{}, err
 		}
 	}
-	// Its name: the container's (as --format k8s names the container to
-	// patch), else the pod's, else the group's path.
-	name := cfg.Group.Path
-	switch n := cfg.Names; {
-	case n.ContainerName != "":
-		name = n.ContainerName
-	case n.PodName != "":
-		name = n.PodNamespace + "/" + n.PodName
-	}
-	return recommend.Input{Name: name, Trace: tr}, nil
+	return recommend.Input{Name: cfg.Names.Short(cfg.Group.Path), Trace: tr}, nil
 }
 
 // namedTrace reads a trace argument, FILE or NAME=FILE: its name (the

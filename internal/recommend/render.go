@@ -173,7 +173,7 @@ func (g *Group) about() string {
 // predictions use.
 func (g *Group) notes() []string {
 	var out []string
-	if m := g.Model; m.Demand == string(sim.DemandClosed) && g.Synthetic == "" && m.DemandFrom != trace.FromParams && m.DemandFrom != trace.FromGiven {
+	if g.demandReadFromTrace() && g.Model.Demand == string(sim.DemandClosed) {
 		// Read from its stretches: work that comes at its own times
 		// catches up too, and they cannot tell it from a closed loop.
 		out = append(out, "read as a closed loop from its throttled stretches; if its work comes at its own times (a job every second, requests that do not wait for the last answer), --demand scheduled keeps them")
@@ -209,6 +209,14 @@ func (g *Group) notes() []string {
 	return out
 }
 
+// demandReadFromTrace says that the replay's method was read from the
+// trace itself (a command or a recording: demandOf), not from a built-in
+// workload's flags, --demand or a synthetic trace's stretches.
+func (g *Group) demandReadFromTrace() bool {
+	m := g.Model
+	return g.Synthetic == "" && m.DemandFrom != trace.FromParams && m.DemandFrom != trace.FromGiven
+}
+
 // CensoredShare is the share of a trace's periods throttled above which
 // the advice says that the group's demand was hardly seen at all.
 const CensoredShare = 0.9
@@ -219,8 +227,7 @@ const CensoredShare = 0.9
 // replay took it to be ("" otherwise): the advice rests on that reading.
 func (g *Group) censoredThroughout() string {
 	m := g.Model
-	if g.Synthetic != "" || m.DemandFrom == trace.FromParams || m.DemandFrom == trace.FromGiven || m.Demand == string(sim.DemandClosed) ||
-		m.Periods == 0 || float64(m.ThrottledPeriods) < CensoredShare*float64(m.Periods) {
+	if !g.demandReadFromTrace() || m.Demand == string(sim.DemandClosed) || m.Periods == 0 || float64(m.ThrottledPeriods) < CensoredShare*float64(m.Periods) {
 		return ""
 	}
 	return fmt.Sprintf("throttled in %d of its %d periods, the group's demand is known only to exceed its limit: the replay (%s) took it for %s busy in every throttled period, an upper bound (a service that queued its requests while it stood still wanted less); record it for a while under a looser limit, or none, to see what it wants",

@@ -141,6 +141,7 @@ func (v *GroupVerify) Run(ctx context.Context) (*Verified, error) {
 func verified(g *Group, runs []Run) *Verified {
 	out := &Verified{Rule: VerifyRule}
 	byRole := map[string]*VerifiedRun{}
+	var capNotHeld string // the recommendation's rerun's
 	for _, r := range g.roles() {
 		for _, run := range runs {
 			if run.Setting != r.setting {
@@ -150,6 +151,9 @@ func verified(g *Group, runs []Run) *Verified {
 			out.Runs = append(out.Runs, VerifiedRun{Role: r.role, Setting: r.setting, Predicted: r.predicted,
 				Measured: m, Meets: g.Target.Met(m), Warnings: run.Warnings})
 			byRole[r.role] = &out.Runs[len(out.Runs)-1]
+			if r.role == RoleRecommended {
+				capNotHeld = run.CapNotHeld
+			}
 			break
 		}
 	}
@@ -169,8 +173,8 @@ func verified(g *Group, runs []Run) *Verified {
 		why += fmt.Sprintf("; op p99.9 %s against %s in the reference run (at most %d×: %s)",
 			report.Dur(*rp), report.Dur(*fp), LatencyFactor, yesNo(ok))
 	}
-	if w := capNotHeld(rec.Setting, runTrace(runs, rec.Setting)); w != "" {
-		why += "; " + w
+	if capNotHeld != "" {
+		why += "; " + capNotHeld
 	}
 	if out.Met {
 		out.Why = "met: " + why
@@ -178,16 +182,6 @@ func verified(g *Group, runs []Run) *Verified {
 		out.Why = "not met: " + why
 	}
 	return out
-}
-
-// runTrace is the trace of the run of s.
-func runTrace(runs []Run, s Setting) *trace.Trace {
-	for _, r := range runs {
-		if r.Setting == s {
-			return r.Trace
-		}
-	}
-	return nil
 }
 
 func yesNo(b bool) string {

@@ -44,8 +44,12 @@ type Run struct {
 	// ran (a thread cap shows in its workload's threads or its view).
 	Trace *trace.Trace
 	// Warnings say what of the setting the rerun could not give the
-	// workload exactly (a command's CPU view without the library, ...).
+	// workload exactly (a command's CPU view without the library, ...),
+	// CapNotHeld among them.
 	Warnings []string
+	// CapNotHeld says that a command did not keep to the thread cap
+	// ("" when it did, or there was none: capNotHeld).
+	CapNotHeld string
 }
 
 // Rerunnable is nil when the workload of tr can be run again: a built-in
@@ -172,7 +176,7 @@ func (r *Reruns) Run(ctx context.Context) ([]Run, error) {
 		}
 		runs[i].Trace = t
 		if w := capNotHeld(runs[i].Setting, t); w != "" {
-			runs[i].Warnings = append(runs[i].Warnings, w)
+			runs[i].CapNotHeld, runs[i].Warnings = w, append(runs[i].Warnings, w)
 		}
 	}
 	return runs, nil

@@ -18,3 +18,19 @@ func TestLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestShort(t *testing.T) {
+	for _, c := range []struct {
+		n    Names
+		want string
+	}{
+		{Names{}, "/docker/4f5e6a7b8c9d"},
+		{Names{ContainerName: "web", Image: "nginx:1.25"}, "web"},
+		{Names{ContainerName: "app", Image: "x", PodNamespace: "shop", PodName: "api"}, "app"},
+		{Names{PodNamespace: "shop", PodName: "api"}, "shop/api"},
+	} {
+		if got := c.n.Short("/docker/4f5e6a7b8c9d"); got != c.want {
+			t.Errorf("%+v.Short = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

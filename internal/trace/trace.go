@@ -249,6 +249,18 @@ func (n Names) Label(pathName string) string {
 	return pathName
 }
 
+// Short is the name a group's advice goes by: its container's (the one a
+// pod spec names), else its pod's as namespace/pod, else pathName.
+func (n Names) Short(pathName string) string {
+	switch {
+	case n.ContainerName != "":
+		return n.ContainerName
+	case n.PodName != "":
+		return n.PodNamespace + "/" + n.PodName
+	}
+	return pathName
+}
+
 // Period is one entry of the timeline: one enforcement period of the
 // kernel's (Kernel), or, for an unlimited run, a wall-clock window of one
 // period. Times are nanoseconds since the start of the run. Each figure
