@@ -63,18 +63,32 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "cfsprobe",
 		Short: "make CPU-quota throttling of Linux containers visible, reproducible and fixable",
-		Long: `cfsprobe runs workloads under real CPU bandwidth limits (the CFS quota and
-period behind Kubernetes limits.cpu, docker --cpus and systemd CPUQuota=) and
-records what the kernel did in every enforcement period: CPU used, whether the
-group was throttled, for how long, and what that did to the latency of every
-operation.
+		Long: `cfsprobe makes CPU-quota throttling visible, reproducible, predictable and
+fixable. A CPU limit (Kubernetes limits.cpu, docker --cpus, systemd CPUQuota=)
+is enforced by CFS bandwidth control: a quota of CPU time per period, after
+which every thread of the group stops until the next period. cfsprobe records
+what the kernel did in every period (CPU used, throttled or not, for how long,
+and for its own workloads the latency of every operation) as a trace, which
+every command below writes or reads.
 
+See it, in a fresh cgroup or on a live one:
   cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
-  cfsprobe run --cpus 1 parallel --threads 2 --duration 5s --json > trace.json
-  cfsprobe run --cpus 1 -- sysbench --threads=4 --time=5 cpu run
+  cfsprobe run --cpus 1 --out limited.json -- sysbench --threads=4 --time=5 cpu run
+  cfsprobe record --pid 4242 --duration 5m --out api.json
+  cfsprobe top
+  cfsprobe report -o report.html limited.json api.json
+  cfsprobe check
+Predict it, on a model of the kernel's bandwidth controller (no root needed):
+  cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 10ms parallel --threads 64 --duration 5s
+  cfsprobe simulate --cpus 0.5 replay api.json
+Fix it: the limit, burst or thread cap to set, and its proof by a rerun:
+  cfsprobe recommend api.json
+  cfsprobe recommend --verify limited.json
   cfsprobe cpus
   cfsprobe exec -- nproc
-  cfsprobe cleanup`,
+And:
+  cfsprobe cleanup   # the groups a killed run left behind
+  cfsprobe version`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Without these cobra reports an unknown command with exit 1 and a

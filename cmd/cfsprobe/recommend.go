@@ -115,7 +115,7 @@ stderr.`,
   cfsprobe recommend --container api --duration 5m --format k8s
   cfsprobe recommend --format k8s api.json > patch.yaml   # kubectl patch deployment api --patch-file patch.yaml
   cfsprobe recommend --json --kernel 5.4 --host-cpus 16 --max-cpus 4 api.json
-  cfsprobe recommend --prometheus http://prometheus:9090 --since 7d --selector 'cgroup=~"/kubepods.*"' 
+  cfsprobe recommend --prometheus http://prometheus:9090 --since 7d --selector 'cgroup=~"/kubepods.*"'
   sudo cfsprobe recommend --verify api.json
   sudo cfsprobe recommend --verify --peers=false api.json   # the advice alone: 3 reruns`,
 		Args: cobra.ArbitraryArgs,

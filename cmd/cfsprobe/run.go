@@ -120,7 +120,7 @@ default), through the runtimes' variables and the LD_PRELOAD library. The
 trace's spec records it.`,
 		Example: `  cfsprobe run --cpus 0.2 periodic --burn 5ms --sleep 100ms --iterations 50
   cfsprobe run --cpus 0.2 bursty --on 50ms --off 50ms --duration 5s
-  cfsprobe run --cpus 1 parallel --threads 2 --duration 5s --json > trace.json
+  cfsprobe run --cpus 1 --json parallel --threads 2 --duration 5s > trace.json
   cfsprobe run --quota 20ms --period 100ms --burst 20ms bursty --on-cpu 30ms --off 137ms
   cfsprobe run --cpus 1 -- sysbench --threads=4 --time=5 cpu run
   cfsprobe run --cpus 1.5 --view auto -- python3 -c 'import os; print(os.cpu_count())'`,

@@ -118,8 +118,8 @@ spec.simulated records what was used. The same --seed gives the same trace.`,
   # used, p99 94ms; 5.4: 100%, p99 75ms)
   cfsprobe simulate --kernel 4.18 --host-cpus 64 --quota 50ms bursty --threads 64 --on-cpu 200us --off 20ms --duration 5s
   cfsprobe simulate --kernel 5.4 --host-cpus 64 --quota 50ms bursty --threads 64 --on-cpu 200us --off 20ms --duration 5s
-  cfsprobe simulate --kernel 5.14 --quota 20ms --burst 20ms bursty --on-cpu 30ms --off 177ms --duration 30s --report burst.html
-  cfsprobe simulate --cpus 1 parallel --threads 4 --duration 5s --json > predicted.json
+  cfsprobe simulate --kernel 5.14 --quota 20ms --burst 20ms --report burst.html bursty --on-cpu 30ms --off 177ms --duration 30s
+  cfsprobe simulate --cpus 1 --json parallel --threads 4 --duration 5s > predicted.json
   # the first burst throttled for 44ms, and not at all
   cfsprobe simulate --cpus 0.5 --phase 96ms bursty --on 50ms --off 50ms --duration 1s
   cfsprobe simulate --cpus 0.5 --phase 30ms bursty --on 50ms --off 50ms --duration 1s`,
