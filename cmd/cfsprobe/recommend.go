@@ -105,9 +105,8 @@ if its rerun meets the target and, when the workload has operations, its
 p99.9 is at most 2× the reference run's. A command rerun under a thread
 cap gets it as its CPU view; one that sets its thread count itself
 (sysbench --threads=4) ignores the view, and the verdict says the cap did
-not hold. A recording of a live group has
-no program cfsprobe started, so it cannot be verified. Progress goes to
-stderr.`,
+not hold. A recording of a live group has no program cfsprobe started, so
+it cannot be verified. Progress goes to stderr.`,
 		Example: `  cfsprobe run --out api.json --cpus 0.2 bursty --threads 4 --on-cpu 40ms --every 1s --duration 60s
   cfsprobe recommend api.json
   cfsprobe recommend --target stall:5ms --format markdown api.json worker=batch.json
