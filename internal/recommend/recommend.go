@@ -151,11 +151,15 @@ type Model struct {
 	StepMillicores int64   `json:"step_millicores"`
 	// Headroom is the share the fewest millicores that met the target
 	// were raised by (Options.Headroom).
-	Headroom        float64 `json:"headroom"`
-	Demand          string  `json:"demand"`
-	DemandFrom      string  `json:"demand_from"`
-	Parallelism     int     `json:"parallelism"`
-	ParallelismFrom string  `json:"parallelism_from"`
+	Headroom   float64 `json:"headroom"`
+	Demand     string  `json:"demand"`
+	DemandFrom string  `json:"demand_from"`
+	// Stretches are the throttled stretches that ended, and after how
+	// many the group caught up, when the method was read from them
+	// (demandOf; a synthetic trace's, from the exporter's counters).
+	Stretches       *trace.Stretches `json:"stretches,omitempty"`
+	Parallelism     int              `json:"parallelism"`
+	ParallelismFrom string           `json:"parallelism_from"`
 	// DemandCPUs is the replay's demand averaged over its timeline (the
 	// trace's, less the stalls the closed method cut out), in CPUs;
 	// UsedCPUs what the trace used over the trace.
@@ -316,8 +320,9 @@ func newRun(in Input, opt Options) (*run, error) {
 		maxCPUs = float64(usable)
 	}
 	demand, demandFrom := opt.Demand, ""
+	var stretches *trace.Stretches
 	if demand == "" {
-		demand, demandFrom = demandOf(tr)
+		demand, demandFrom, stretches = demandOf(tr)
 	}
 	p, err := newPredictor(tr, era, cpus, seed, sim.ReplayOptions{Demand: demand, Source: in.Name})
 	if err != nil {
@@ -337,7 +342,7 @@ func newRun(in Input, opt Options) (*run, error) {
 	g := &Group{
 		Name: in.Name, Workload: tr.Spec.Workload, Synthetic: tr.Spec.Synthetic, Names: tr.Cgroup.Names, Target: target,
 		Model: Model{Era: era, HostCPUs: cpus, PeriodNs: int64(period), MaxCPUs: maxCPUs, StepMillicores: step, Headroom: headroom,
-			Demand: rec.Demand, DemandFrom: rec.DemandFrom, Parallelism: rec.Parallelism, ParallelismFrom: rec.ParallelismFrom,
+			Demand: rec.Demand, DemandFrom: rec.DemandFrom, Stretches: stretches, Parallelism: rec.Parallelism, ParallelismFrom: rec.ParallelismFrom,
 			Periods: len(tr.Periods)},
 	}
 	if span := tr.Periods[len(tr.Periods)-1].EndNs - tr.Periods[0].StartNs; span > 0 {
@@ -395,12 +400,13 @@ const cutApart = 2
 //     middle of one): the stretches that ended decide.
 //
 // Without throttling every method replays the usage as it was (open).
-func demandOf(tr *trace.Trace) (sim.Demand, string) {
+func demandOf(tr *trace.Trace) (sim.Demand, string, *trace.Stretches) {
 	if d, from := sim.TraceDemand(tr.Spec); from != trace.FromDefault {
-		if st := tr.Spec.Stretches; tr.Spec.Synthetic != "" && st != nil {
+		st := tr.Spec.Stretches
+		if tr.Spec.Synthetic != "" && st != nil {
 			from = fmt.Sprintf("%s: %d of %d throttled stretches caught up after", from, st.CaughtUp, st.Ended)
 		}
-		return d, from
+		return d, from, st
 	}
 	ps := tr.Periods
 	// The throttled stretches, as [first, end) indices of periods; the
@@ -425,9 +431,9 @@ func demandOf(tr *trace.Trace) (sim.Demand, string) {
 	}
 	if cut > cutApart*longestEnded {
 		if longestEnded == 0 {
-			return sim.DemandTimed, "a throttled stretch lasted to the trace's end, and none ended"
+			return sim.DemandTimed, "a throttled stretch lasted to the trace's end, and none ended", nil
 		}
-		return sim.DemandTimed, fmt.Sprintf("a throttled stretch lasted to the trace's end, more than %d times as long as any that ended (%d periods, against %d)", cutApart, cut, longestEnded)
+		return sim.DemandTimed, fmt.Sprintf("a throttled stretch lasted to the trace's end, more than %d times as long as any that ended (%d periods, against %d)", cutApart, cut, longestEnded), nil
 	}
 	n := len(ps)
 	if cut > 0 {
@@ -440,11 +446,11 @@ func demandOf(tr *trace.Trace) (sim.Demand, string) {
 	}
 	switch {
 	case st.Ended == 0:
-		return sim.DemandOpen, "no throttled period"
+		return sim.DemandOpen, "no throttled period", nil
 	case st.Closed():
-		return sim.DemandClosed, fmt.Sprintf("%d of %d throttled stretches caught up after", st.CaughtUp, st.Ended)
+		return sim.DemandClosed, fmt.Sprintf("%d of %d throttled stretches caught up after", st.CaughtUp, st.Ended), &st
 	}
-	return sim.DemandTimed, fmt.Sprintf("%d of %d throttled stretches caught up after: the work of the others' stalls was lost", st.CaughtUp, st.Ended)
+	return sim.DemandTimed, fmt.Sprintf("%d of %d throttled stretches caught up after: the work of the others' stalls was lost", st.CaughtUp, st.Ended), &st
 }
 
 // advise runs the method.
