@@ -187,6 +187,11 @@ type Group struct {
 	Model       Model          `json:"model"`
 	Current     Current        `json:"current"`
 	Recommended Recommendation `json:"recommended"`
+	// AsClosed is the recommendation were the group's demand read as a
+	// closed loop's, for a recording read as a loop that runs for a time
+	// though most of its throttled stretches caught up (ambiguous: see
+	// Group.ambiguousTimed); nil otherwise.
+	AsClosed *Recommendation `json:"as_closed,omitempty"`
 	// Tried is the best candidate of each kind, simplest first.
 	Tried   []Candidate `json:"tried"`
 	Windows Windows     `json:"windows"`
@@ -217,7 +222,32 @@ func Recommend(in Input, opt Options) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.advise()
+	g, err := r.advise()
+	if err != nil || !g.ambiguousTimed() {
+		return g, err
+	}
+	// The other reading, to show beside the advice: the demand given as
+	// a closed loop's is not read from the stretches, so this does not
+	// come back here.
+	closed := opt
+	closed.Demand, closed.NoPeers = sim.DemandClosed, true
+	other, err := Recommend(in, closed)
+	if err != nil {
+		return nil, err
+	}
+	g.AsClosed = &other.Recommended
+	g.Model.Simulations += other.Model.Simulations
+	return g, nil
+}
+
+// ambiguousTimed says that the group's demand was read as a loop's that
+// runs for a time from its throttled stretches (demandOf), though most
+// of them caught up: too few for a closed loop, which a closed loop whose
+// work ends just past a whole number of quotas shows too (it has little
+// left for the period after its stretch), so the reading is uncertain.
+func (g *Group) ambiguousTimed() bool {
+	st := g.Model.Stretches
+	return g.demandReadFromTrace() && g.Model.Demand == string(sim.DemandTimed) && st != nil && 2*st.CaughtUp >= st.Ended
 }
 
 // RecommendAll advises every input, concurrently; the groups are in the

@@ -605,6 +605,34 @@ func TestNotesTimedThoughMostCaughtUp(t *testing.T) {
 	}
 }
 
+// The shell loop's recordings (above; a cgroup made by hand, recorded
+// with cfsprobe record --pid): under 0.15 CPU it is read as timed, and
+// the advice as a closed loop (AsClosed), which its note gives, is within
+// 15 % of the advice from its recording without a limit, where the
+// timed reading is more than twice it. Unthrottled, there is no other
+// reading.
+func TestAsClosedShellLoop(t *testing.T) {
+	tight := advise(t, "recorded-shell-loop-50ms-every-300ms-0.15cpu", Options{})
+	free := advise(t, "recorded-shell-loop-50ms-every-300ms-unlimited", Options{})
+	if free.AsClosed != nil {
+		t.Errorf("unthrottled: advice as a closed loop %s, want none", free.AsClosed.Setting)
+	}
+	if tight.Model.Demand != string(sim.DemandTimed) || tight.AsClosed == nil {
+		t.Fatalf("under 0.15 CPU: read as %s (%s), advice as a closed loop %v: want timed, and the other reading", tight.Model.Demand, tight.Model.DemandFrom, tight.AsClosed)
+	}
+	a, b, c := tight.Recommended.Setting.Millicores(), tight.AsClosed.Setting.Millicores(), free.Recommended.Setting.Millicores()
+	t.Logf("under 0.15 CPU: %s (%dm), as a closed loop %s (%dm); without a limit %s (%dm)", tight.Recommended.Setting, a, tight.AsClosed.Setting, b, free.Recommended.Setting, c)
+	if math.Abs(float64(b-c)) > 0.15*float64(max(b, c)) {
+		t.Errorf("as a closed loop %dm, recorded without a limit %dm: more than 15 %% apart", b, c)
+	}
+	if a < 2*c {
+		t.Errorf("read as timed %dm, recorded without a limit %dm: the case the note is for is gone (want the timed reading more than twice)", a, c)
+	}
+	if note := strings.Join(tight.notes(), "\n"); !strings.Contains(note, "--demand closed reads it so and advises "+tight.AsClosed.Setting.String()) {
+		t.Errorf("notes do not give the other reading's advice:\n%s", note)
+	}
+}
+
 // A command or a recording throttled in nearly every period, not read as
 // a closed loop, says that its demand is known only to exceed its limit;
 // one throttled less, a closed loop, a built-in workload's flags and a

@@ -178,12 +178,13 @@ func (g *Group) notes() []string {
 		// catches up too, and they cannot tell it from a closed loop.
 		out = append(out, "read as a closed loop from its throttled stretches; if its work comes at its own times (a job every second, requests that do not wait for the last answer), --demand scheduled keeps them")
 	}
-	if st := g.Model.Stretches; g.demandReadFromTrace() && g.Model.Demand == string(sim.DemandTimed) && st != nil && 2*st.CaughtUp >= st.Ended {
-		// Most caught up, but too few for a closed loop: one whose work
-		// ends just past a whole number of quotas leaves little for the
-		// period after its stretches, and reads so too.
-		out = append(out, fmt.Sprintf("read as a loop that runs for a time: %d of its %d throttled stretches caught up after, fewer than %.0f%%; a closed loop whose work ends just past a whole number of quotas has little left for the period after and reads so too. If its work is only delayed by a stall (requests that wait, a batch), --demand closed reads it so and advises less",
-			st.CaughtUp, st.Ended, 100*trace.ClosedShare))
+	if g.ambiguousTimed() {
+		st, also := g.Model.Stretches, ""
+		if c := g.AsClosed; c != nil {
+			also = fmt.Sprintf(" and advises %s", c.Setting)
+		}
+		out = append(out, fmt.Sprintf("read as a loop that runs for a time: %d of its %d throttled stretches caught up after, fewer than %.0f%%; a closed loop whose work ends just past a whole number of quotas has little left for the period after and reads so too. If its work is only delayed by a stall (requests that wait, a batch), --demand closed reads it so%s",
+			st.CaughtUp, st.Ended, 100*trace.ClosedShare, also))
 	}
 	if n := g.censoredThroughout(); n != "" {
 		out = append(out, n)
