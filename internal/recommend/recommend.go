@@ -189,7 +189,7 @@ type Group struct {
 	Recommended Recommendation `json:"recommended"`
 	// AsClosed is the recommendation were the group's demand read as a
 	// closed loop's, for a recording read as a loop that runs for a time
-	// though most of its throttled stretches caught up (ambiguous: see
+	// though at least half of its throttled stretches caught up (ambiguous: see
 	// Group.ambiguousTimed); nil otherwise.
 	AsClosed *Recommendation `json:"as_closed,omitempty"`
 	// Tried is the best candidate of each kind, simplest first.
@@ -241,10 +241,12 @@ func Recommend(in Input, opt Options) (*Group, error) {
 }
 
 // ambiguousTimed says that the group's demand was read as a loop's that
-// runs for a time from its throttled stretches (demandOf), though most
-// of them caught up: too few for a closed loop, which a closed loop whose
-// work ends just past a whole number of quotas shows too (it has little
-// left for the period after its stretch), so the reading is uncertain.
+// runs for a time from its throttled stretches (demandOf), though at
+// least half of them caught up: too few for a closed loop, which a closed
+// loop whose work ends just past a whole number of quotas shows too (it
+// has little left for the period after its stretch), and a loop that runs
+// for a time whose deadlines often fall after the refill too. The two
+// readings then bound the demand: timed the most, closed the least.
 func (g *Group) ambiguousTimed() bool {
 	st := g.Model.Stretches
 	return g.demandReadFromTrace() && g.Model.Demand == string(sim.DemandTimed) && st != nil && 2*st.CaughtUp >= st.Ended

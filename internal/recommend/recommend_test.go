@@ -598,7 +598,7 @@ func TestNotesTimedThoughMostCaughtUp(t *testing.T) {
 		{"timed", trace.FromSynthetic, "prometheus", 20, 26, false},
 	} {
 		g := &Group{Synthetic: tc.synthetic, Model: Model{Demand: tc.demand, DemandFrom: tc.from, Stretches: &trace.Stretches{Ended: tc.ended, CaughtUp: tc.caughtUp}}}
-		got := strings.Contains(strings.Join(g.notes(), "\n"), "--demand closed")
+		got := strings.Contains(strings.Join(g.notes(), "\n"), "--demand closed reads it so")
 		if got != tc.want {
 			t.Errorf("%s from %q (synthetic %q): notes %q, want the hint %v", tc.demand, tc.from, tc.synthetic, g.notes(), tc.want)
 		}
@@ -628,7 +628,7 @@ func TestAsClosedShellLoop(t *testing.T) {
 	if a < 2*c {
 		t.Errorf("read as timed %dm, recorded without a limit %dm: the case the note is for is gone (want the timed reading more than twice)", a, c)
 	}
-	if note := strings.Join(tight.notes(), "\n"); !strings.Contains(note, "--demand closed reads it so and advises "+tight.AsClosed.Setting.String()) {
+	if note := strings.Join(tight.notes(), "\n"); !strings.Contains(note, "it is "+tight.AsClosed.Setting.String()+" (--demand closed)") {
 		t.Errorf("notes do not give the other reading's advice:\n%s", note)
 	}
 }

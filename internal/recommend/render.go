@@ -179,12 +179,12 @@ func (g *Group) notes() []string {
 		out = append(out, "read as a closed loop from its throttled stretches; if its work comes at its own times (a job every second, requests that do not wait for the last answer), --demand scheduled keeps them")
 	}
 	if g.ambiguousTimed() {
-		st, also := g.Model.Stretches, ""
+		st, closed := g.Model.Stretches, "--demand closed reads it so"
 		if c := g.AsClosed; c != nil {
-			also = fmt.Sprintf(" and advises %s", c.Setting)
+			closed = fmt.Sprintf("%s (--demand closed)", c.Setting)
 		}
-		out = append(out, fmt.Sprintf("read as a loop that runs for a time: %d of its %d throttled stretches caught up after, fewer than %.0f%%; a closed loop whose work ends just past a whole number of quotas has little left for the period after and reads so too. If its work is only delayed by a stall (requests that wait, a batch), --demand closed reads it so%s",
-			st.CaughtUp, st.Ended, 100*trace.ClosedShare, also))
+		out = append(out, fmt.Sprintf("read as a loop that runs for a time: %d of its %d throttled stretches caught up after, at least half but fewer than %.0f%%, which a closed loop whose work ends just past a whole number of quotas shows too. The two readings bound the demand: the advice above takes the work of the stalls for lost (the most the group can have wanted); as a closed loop, its work only delayed (the least), it is %s. A recording under a looser limit, or none, tells which",
+			st.CaughtUp, st.Ended, 100*trace.ClosedShare, closed))
 	}
 	if n := g.censoredThroughout(); n != "" {
 		out = append(out, n)
