@@ -240,6 +240,14 @@ func Recommend(in Input, opt Options) (*Group, error) {
 	return g, nil
 }
 
+// demandReadFromTrace says that the replay's method was read from the
+// trace itself (a command or a recording: demandOf), not from a built-in
+// workload's flags, --demand or a synthetic trace's stretches.
+func (g *Group) demandReadFromTrace() bool {
+	m := g.Model
+	return g.Synthetic == "" && m.DemandFrom != trace.FromParams && m.DemandFrom != trace.FromGiven
+}
+
 // ambiguousTimed says that the group's demand was read as a loop's that
 // runs for a time from its throttled stretches (demandOf), though at
 // least half of them caught up: too few for a closed loop, which a closed

@@ -217,14 +217,6 @@ func (g *Group) notes() []string {
 	return out
 }
 
-// demandReadFromTrace says that the replay's method was read from the
-// trace itself (a command or a recording: demandOf), not from a built-in
-// workload's flags, --demand or a synthetic trace's stretches.
-func (g *Group) demandReadFromTrace() bool {
-	m := g.Model
-	return g.Synthetic == "" && m.DemandFrom != trace.FromParams && m.DemandFrom != trace.FromGiven
-}
-
 // CensoredShare is the share of a trace's periods throttled above which
 // the advice says that the group's demand was hardly seen at all.
 const CensoredShare = 0.9
