@@ -89,7 +89,7 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 				a.t.Log(msg)
 			}
 		}
-		figs := judgedFigures(a.t, a.suite+"/"+name, suite.Agree(m, s))
+		figs := suite.Agree(m, s)
 		if m.Summary.OthersBusyCPUs == nil || m.Summary.Disturbed() {
 			a.t.Logf("%s/%s: disturbed (other work: %s), not judged: %s", a.suite, name, report.OthersBusy(m.Summary), figureLine(figs))
 			continue
@@ -187,31 +187,6 @@ func mod(a, m int64) int64 { return (a%m + m) % m }
 
 // emulated says whether the tests run under emulation (the qemu guest).
 func emulated() bool { return os.Getenv("CFSPROBE_EMULATED") != "" }
-
-// knownGaps are the figures of scenarios where the measurement on this
-// shared host and the model are known to part, and why (bench/RESULTS.md,
-// sim-validate, "Where it parts"): a percentile at the edge between two
-// classes of events, which chance puts on either side. The test logs them
-// and judges every other figure.
-var knownGaps = map[string]string{
-	"threads-vs-quota/threads-4x p99": "p99 falls between classes of events: those that wait a tick (4 ms) for the other thread on their CPU, two ticks (8 ms), and a period's stall (50 ms); the stall's are 0.84 to 0.89 % (a fixed number a period), so p99 is 8.2 ms when the two-tick class brings the tail past 1 % and 5 to 6.7 ms when it does not; " +
-		"the kernel's two-tick class comes mostly from its load balancer splitting the 4 threads 3 and 1 for 16 to 288 ms at random (ftrace, 2026-11-29), so the kernel parts from itself: 7.88 to 8.22 ms in five of eight runs of the suite and 5.51 to 6.08 ms in the other three (14 of the 28 pairs apart), and sysbench alone, without cfsprobe, 4.41, 8.28, 8.28 and 8.28 ms (bench/RESULTS.md, sim-validate, \"Where it parts\")",
-}
-
-// judgedFigures marks the scenario's known gaps as agreeing, after
-// logging them as they were.
-func judgedFigures(t *testing.T, name string, figs []suite.Figure) []suite.Figure {
-	t.Helper()
-	for i, f := range figs {
-		if why, ok := knownGaps[name+" "+f.Name]; ok {
-			if !f.OK {
-				t.Logf("%s %s %s: a known gap: %s", name, f.Name, f, why)
-			}
-			figs[i].OK = true
-		}
-	}
-	return figs
-}
 
 func figureLine(figs []suite.Figure) string {
 	var parts []string

@@ -71,11 +71,14 @@ const DefaultBurstySeed = 1
 // ParallelParams: Threads threads repeat a CPU event (the primality test
 // of every number up to MaxPrime) until Duration has passed or, when
 // Events > 0, that many events are done in all. Pin keeps the process on
-// Threads CPUs when it may use more.
+// Threads CPUs when it may use more. Event, when set, is the CPU time an
+// event was asked to take (--event), and MaxPrime the size timed to take
+// it on the machine that ran.
 type ParallelParams struct {
 	Threads  int           `json:"threads"`
 	Duration time.Duration `json:"duration_ns"`
 	MaxPrime int           `json:"max_prime"`
+	Event    time.Duration `json:"event_ns,omitempty"`
 	Events   int64         `json:"events"`
 	Pin      bool          `json:"pin"`
 }

@@ -355,3 +355,32 @@ func TestEventCPU(t *testing.T) {
 		t.Error("EventCPU(2) measures an event --max-prime refuses")
 	}
 }
+
+// --event sizes the event by CPU time on this machine: the size it
+// finds takes about that long when timed again, whatever the default
+// size takes here, and the same size is found again in the process.
+func TestEventSizedByCPUTime(t *testing.T) {
+	for _, d := range []time.Duration{200 * time.Microsecond, 2 * time.Millisecond} {
+		w, err := Parse("parallel", []string{"--event", d.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := w.Params().Parallel
+		if p.Event != d {
+			t.Errorf("--event %v: params %+v, want the event asked for", d, *p)
+		}
+		mean, _, err := EventCPU(p.MaxPrime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("--event %v: --max-prime %d, timed again at %v", d, p.MaxPrime, mean)
+		// The sizing stops within 3 %; a noisy machine times it again
+		// within a quarter.
+		if r := float64(mean) / float64(d); r < 0.75 || r > 1.25 {
+			t.Errorf("--event %v: --max-prime %d takes %v", d, p.MaxPrime, mean)
+		}
+		if again, err := MaxPrimeFor(d); err != nil || again != p.MaxPrime {
+			t.Errorf("--event %v sized again: %d, %v; want %d", d, again, err, p.MaxPrime)
+		}
+	}
+}

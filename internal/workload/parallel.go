@@ -39,23 +39,44 @@ With fewer threads than usable CPUs, the process keeps to that many CPUs (the
 last ones it may use; --pin=false turns this off), so that no other CPU takes
 a slice of the group's quota for a helper thread.
 
-Example: cfsprobe run --cpus 1 parallel --threads 2 --duration 5s
+An event's time depends on the CPU: the default --max-prime takes 0.3 ms on
+one machine and 3 ms under emulation. --event sizes it by CPU time instead:
+before the run, cfsprobe times events on this machine and takes the
+--max-prime whose event takes about that long (the trace keeps both).
+
+Examples:
+  cfsprobe run --cpus 1 parallel --threads 2 --duration 5s
+  cfsprobe run --cpus 1 parallel --threads 4 --event 1.3ms
 `,
 		func(fs *pflag.FlagSet) func() (Workload, error) {
 			p := &parallel{}
 			fs.IntVar(&p.Threads, "threads", runtime.NumCPU(), "worker threads")
 			fs.DurationVar(&p.Duration, "duration", 5*time.Second, "how long to run")
-			fs.IntVar(&p.MaxPrime, "max-prime", 10000, "event size: test numbers up to this for primality")
+			fs.IntVar(&p.MaxPrime, "max-prime", DefaultMaxPrime, "event size: test numbers up to this for primality")
+			fs.DurationVar(&p.Event, "event", 0, "event size as CPU time on this machine: the --max-prime whose event takes about this long, timed before the run (instead of --max-prime)")
 			fs.Int64Var(&p.Events, "events", 0, "stop after this many events in all (0: no limit)")
 			fs.BoolVar(&p.Pin, "pin", true, "with fewer threads than usable CPUs, keep the whole process on that many CPUs, the last ones (see --help)")
 			return func() (Workload, error) {
 				if err := p.validate(); err != nil {
 					return nil, err
 				}
+				if p.Event > 0 {
+					if fs.Changed("max-prime") {
+						return nil, errors.New("give --event or --max-prime, not both")
+					}
+					var err error
+					if p.MaxPrime, err = MaxPrimeFor(p.Event); err != nil {
+						return nil, fmt.Errorf("--event %v: %w", p.Event, err)
+					}
+				}
 				return p, nil
 			}
 		})
 }
+
+// DefaultMaxPrime is the parallel workload's default event size,
+// sysbench cpu's.
+const DefaultMaxPrime = 10000
 
 type parallel struct{ trace.ParallelParams }
 
@@ -70,6 +91,8 @@ func (p *parallel) validate() error {
 		return fmt.Errorf("--max-prime must be at least 3")
 	case p.Events < 0:
 		return fmt.Errorf("--events must not be negative")
+	case p.Event < 0 || p.Event > 0 && (p.Event < minEvent || p.Event > maxEvent):
+		return fmt.Errorf("--event must be between %v and %v (or 0: --max-prime's size)", minEvent, maxEvent)
 	}
 	return nil
 }
@@ -157,6 +180,59 @@ func (p *parallel) Run(rec *Recorder, _ io.Writer) error {
 	return nil
 }
 
+// The sizes --event may ask for: an event shorter than minEvent is
+// mostly the loop around it, and one longer than maxEvent is not timed
+// often enough for a latency distribution.
+const (
+	minEvent = 10 * time.Microsecond
+	maxEvent = time.Second
+)
+
+// primeCostPower is how an event's CPU time grows with --max-prime: as
+// its power 1.38 (the C engine's events of 10000, 20000 and 30000 took
+// 0.30, 0.77 and 1.35 ms on this project's host, 2^1.38 and 3^1.38 times
+// the first). The sizing below starts from it and corrects by timing.
+const primeCostPower = 1.38
+
+// sizes holds MaxPrimeFor's answers: one per --event per process, so
+// that the runs of a suite and the simulations beside them have the
+// same event.
+var sizes sync.Map // time.Duration -> *sizing
+
+type sizing struct {
+	once     sync.Once
+	maxPrime int
+	err      error
+}
+
+// MaxPrimeFor is the --max-prime whose event takes about d of CPU time
+// on this machine, in the engine the workload runs in: events of the
+// default size are timed for 0.3 s, the size is scaled by
+// primeCostPower, and timed again until the mean is within 3 % of d (at
+// most four timings). It is measured once per process for each d.
+func MaxPrimeFor(d time.Duration) (int, error) {
+	v, _ := sizes.LoadOrStore(d, &sizing{})
+	sz := v.(*sizing)
+	sz.once.Do(func() {
+		const tries, span, within = 4, 300 * time.Millisecond, 0.03
+		mp := DefaultMaxPrime
+		for i := 0; ; i++ {
+			mean, _, err := timeEvents(mp, EventEvents, span)
+			if err != nil {
+				sz.err = fmt.Errorf("time the event of --max-prime %d: %w", mp, err)
+				return
+			}
+			ratio := float64(d) / float64(mean)
+			if math.Abs(ratio-1) <= within || i == tries-1 {
+				sz.maxPrime = mp
+				return
+			}
+			mp = max(3, min(int(float64(mp)*math.Pow(ratio, 1/primeCostPower)), math.MaxInt32))
+		}
+	})
+	return sz.maxPrime, sz.err
+}
+
 // EventEvents is how many events EventCPU times at most: a p99.9 of
 // their times is the second-slowest. Where they are slow (3 ms in the
 // qemu guest) it times fewer, for 3 s: timed for one second there, the
@@ -176,8 +252,12 @@ const EventEvents = 2000
 // the runs use, and under emulation (the qemu guest) one event in a
 // hundred takes 1.2 to 1.8 times the median.
 func EventCPU(maxPrime int) (time.Duration, *trace.Latency, error) {
-	const span = 3 * time.Second
-	w := &parallel{trace.ParallelParams{Threads: 1, Duration: span, MaxPrime: maxPrime, Events: EventEvents}}
+	return timeEvents(maxPrime, EventEvents, 3*time.Second)
+}
+
+// timeEvents is EventCPU for at most the given events or span.
+func timeEvents(maxPrime int, events int64, span time.Duration) (time.Duration, *trace.Latency, error) {
+	w := &parallel{trace.ParallelParams{Threads: 1, Duration: span, MaxPrime: maxPrime, Events: events}}
 	if err := w.validate(); err != nil {
 		return 0, nil, err
 	}
@@ -196,7 +276,7 @@ func EventCPU(maxPrime int) (time.Duration, *trace.Latency, error) {
 	h := trace.NewHistogram()
 	c0 := ThreadCPU()
 	last, n, primes := c0, int64(0), 0
-	for ; n < EventEvents && last-c0 < span; n++ {
+	for ; n < events && last-c0 < span; n++ {
 		primes += primeEvent(maxPrime)
 		now := ThreadCPU()
 		_ = h.RecordValue(int64(now - last))

@@ -8,7 +8,10 @@ import (
 
 // Flags are the flags that make w again: Parse(w.Name(), Flags(w)) is a
 // workload with w's parameters. Every parameter is named, so that a rerun
-// does not depend on the defaults of the binary that parses them.
+// does not depend on the defaults of the binary that parses them. An
+// event sized by --event is given by its size (--max-prime), so that the
+// rerun does the same work wherever it runs; the CPU time it was asked
+// to take (ParallelParams.Event) is not kept.
 func Flags(w Workload) []string {
 	d := func(v time.Duration) string { return v.String() }
 	b := strconv.FormatBool

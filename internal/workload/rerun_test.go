@@ -31,6 +31,20 @@ func TestFlagsRoundTrip(t *testing.T) {
 			t.Errorf("%v: Flags %v parse to %+v, want %+v", args, Flags(w), back, w)
 		}
 	}
+	// An event sized by CPU time comes back as the size it was timed at.
+	w, err := Parse("parallel", []string{"--threads", "2", "--event", "200us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("parallel", Flags(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *w.(*parallel)
+	want.Event = 0
+	if got := *back.(*parallel); got != want {
+		t.Errorf("--event 200us: Flags %v parse to %+v, want %+v", Flags(w), got, want)
+	}
 }
 
 // A thread cap keeps the work: T threads' operations done by n threads,

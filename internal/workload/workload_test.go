@@ -48,6 +48,9 @@ func TestParse(t *testing.T) {
 		{[]string{"bursty", "--every", "-1s"}, "--every"},
 		{[]string{"parallel", "--threads", "0"}, "--threads"},
 		{[]string{"parallel", "--max-prime", "2"}, "--max-prime"},
+		{[]string{"parallel", "--event", "1ms", "--max-prime", "2000"}, "give --event or --max-prime, not both"},
+		{[]string{"parallel", "--event", "5us"}, "--event must be between"},
+		{[]string{"parallel", "--event", "-1ms"}, "--event must be between"},
 		{[]string{"parallel", "stray"}, "unexpected argument"},
 	}
 	for _, b := range bad {
