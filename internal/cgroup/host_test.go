@@ -87,10 +87,10 @@ func TestBurstSupported(t *testing.T) {
 	}
 }
 
-func TestBusyTime(t *testing.T) {
+func TestCPUTimes(t *testing.T) {
 	root := t.TempDir()
 	fs := hostfs.New(root)
-	if _, err := BusyTime(fs, nil); err == nil {
+	if _, err := ReadCPUTimes(fs, nil); err == nil {
 		t.Error("no /proc/stat: want an error")
 	}
 	if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
@@ -106,26 +106,34 @@ func TestBusyTime(t *testing.T) {
 	}
 	for _, c := range []struct {
 		cpus []int
-		want time.Duration
+		want CPUTimes
 	}{
-		{nil, 960 * time.Millisecond},         // (75 + 21) ticks, not idle or iowait
-		{[]int{0}, 750 * time.Millisecond},    // 50+20+1+1+3
-		{[]int{1}, 210 * time.Millisecond},    // 10+10+1
-		{[]int{1, 0}, 960 * time.Millisecond}, // both
+		{nil, CPUTimes{2, 9090 * time.Millisecond}},         // (405 + 504) ticks of idle and iowait
+		{[]int{0}, CPUTimes{1, 4050 * time.Millisecond}},    // 400+5
+		{[]int{1}, CPUTimes{1, 5040 * time.Millisecond}},    // 500+4
+		{[]int{1, 0}, CPUTimes{2, 9090 * time.Millisecond}}, // both
 	} {
-		got, err := BusyTime(fs, c.cpus)
+		got, err := ReadCPUTimes(fs, c.cpus)
 		if err != nil || got != c.want {
-			t.Errorf("BusyTime(%v) = %v, %v; want %v", c.cpus, got, err, c.want)
+			t.Errorf("ReadCPUTimes(%v) = %+v, %v; want %+v", c.cpus, got, err, c.want)
 		}
 	}
-	if _, err := BusyTime(fs, []int{0, 2}); err == nil {
+	if _, err := ReadCPUTimes(fs, []int{0, 2}); err == nil {
 		t.Error("CPU 2 has no line: want an error")
 	}
 	if err := os.WriteFile(filepath.Join(root, "proc", "stat"), []byte("cpu0 1 2 x 4 5 6 7 8\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := BusyTime(fs, nil); err == nil {
+	if _, err := ReadCPUTimes(fs, nil); err == nil {
 		t.Error("a field that is not a number: want an error")
+	}
+	// Two CPUs for 2 s, idle 1.5 s of it: busy 2.5 s; never below 0.
+	a, b := CPUTimes{2, 10 * time.Second}, CPUTimes{2, 11500 * time.Millisecond}
+	if got := BusyBetween(a, b, 2*time.Second); got != 2500*time.Millisecond {
+		t.Errorf("BusyBetween: %v, want 2.5s", got)
+	}
+	if got := BusyBetween(a, b, time.Second/2); got != 0 {
+		t.Errorf("BusyBetween, idle longer than the span: %v, want 0", got)
 	}
 }
 

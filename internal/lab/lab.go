@@ -260,7 +260,8 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	// counts in between (the start takes milliseconds) falls where it ends.
 	s0At := workload.ClockMono()
 	cpus := p.cpus()
-	busy0, busyErr := cgroup.BusyTime(p.cfg.FS, cpus)
+	busy0, busyErr := cgroup.ReadCPUTimes(p.cfg.FS, cpus)
+	busy0At := workload.ClockMono()
 	started := time.Now()
 	// If cfsprobe dies (even by SIGKILL), the workload dies with it;
 	// `cfsprobe cleanup` removes the group directory that is left.
@@ -292,7 +293,8 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		return nil, ErrInterrupted
 	}
 	wallNs := workload.ClockMono() - t0
-	busy1, err := cgroup.BusyTime(p.cfg.FS, cpus)
+	busy1, err := cgroup.ReadCPUTimes(p.cfg.FS, cpus)
+	busySpan := workload.ClockMono() - busy0At
 	busyErr = errors.Join(busyErr, err)
 	smp.sampleNow()
 	if !p.cfg.Limits.Unlimited() {
@@ -331,7 +333,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		pr.ExitCPUNs = max(tr.Summary.UsageNs-(pr.SelfCPUNs-int64(outside)), 0)
 	}
 	if busyErr == nil && wallNs > 0 {
-		others := max(float64(busy1-busy0-time.Duration(tr.Summary.UsageNs))/float64(wallNs), 0)
+		others := max(float64(cgroup.BusyBetween(busy0, busy1, time.Duration(busySpan))-time.Duration(tr.Summary.UsageNs))/float64(wallNs), 0)
 		tr.Summary.OthersBusyCPUs = &others
 	}
 	return tr, nil

@@ -389,8 +389,9 @@ type Summary struct {
 	// OthersBusyCPUs, for a lab run, is how many CPUs other work than
 	// the group kept busy on average during the run, among the CPUs the
 	// group could run on: their busy time less the group's usage
-	// (cgroup.BusyTime), which includes cfsprobe's own sampler (about a
-	// hundredth of a CPU). Absent from simulated and recorded traces.
+	// (cgroup.BusyBetween: the time they were not idle), which includes
+	// cfsprobe's own sampler (about a hundredth of a CPU). Absent from
+	// simulated and recorded traces.
 	OthersBusyCPUs *float64 `json:"others_busy_cpus,omitempty"`
 }
 
