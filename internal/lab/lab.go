@@ -391,7 +391,7 @@ func (p *Plan) command() (*exec.Cmd, *os.File, error) {
 	var resultR *os.File
 	if p.wl != nil {
 		var err error
-		if cmd, resultR, err = workload.Command(p.wl, p.self, p.cfg.WorkloadArgs); err != nil {
+		if cmd, resultR, err = workload.Command(p.wl, p.self); err != nil {
 			return nil, nil, err
 		}
 	} else {

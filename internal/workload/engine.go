@@ -119,11 +119,13 @@ func (p *periodic) NativeArgs() []string {
 
 // Command is the process that runs w: the C engine when Engine(w) is
 // trace.EngineC, else self (the cfsprobe executable) as `self __workload
-// NAME FLAGS...` (Main), flags being w's flags as given. The process
+// NAME FLAGS...` (Main), FLAGS being Flags(w): w's parameters as they
+// were resolved (an event sized by --event is given by its --max-prime,
+// so the child times nothing in the measured group). The process
 // writes its Result to a pipe, its descriptor 3 (ResultFDEnv): result is
 // the end to read, and the end it writes is cmd.ExtraFiles[0], for the
 // caller to close once the process started.
-func Command(w Workload, self string, flags []string) (cmd *exec.Cmd, result *os.File, err error) {
+func Command(w Workload, self string) (cmd *exec.Cmd, result *os.File, err error) {
 	if Engine(w) == trace.EngineC {
 		path, err := EnginePath()
 		if err != nil {
@@ -131,7 +133,7 @@ func Command(w Workload, self string, flags []string) (cmd *exec.Cmd, result *os
 		}
 		cmd = exec.Command(path, w.(Native).NativeArgs()...)
 	} else {
-		cmd = exec.Command(self, append([]string{"__workload", w.Name()}, flags...)...)
+		cmd = exec.Command(self, append([]string{"__workload", w.Name()}, Flags(w)...)...)
 	}
 	r, wr, err := os.Pipe()
 	if err != nil {
@@ -145,7 +147,7 @@ func Command(w Workload, self string, flags []string) (cmd *exec.Cmd, result *os
 // runNative runs w in the C engine, outside any group, its output to
 // stdout (nil: discarded), and decodes its result.
 func runNative(w Workload, stdout io.Writer) (*Result, error) {
-	cmd, r, err := Command(w, "", nil)
+	cmd, r, err := Command(w, "")
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func startWorkload(t *testing.T, g cgroup.Group, fg fleetGroup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, result, err := workload.Command(w, "", nil)
+	cmd, result, err := workload.Command(w, "")
 	if err != nil {
 		t.Fatal(err)
 	}
