@@ -217,7 +217,7 @@ func MaxPrimeFor(d time.Duration) (int, error) {
 		const tries, span, within = 4, 300 * time.Millisecond, 0.03
 		mp := DefaultMaxPrime
 		for i := 0; ; i++ {
-			mean, _, err := timeEvents(mp, EventEvents, span)
+			mean, _, err := timeEvents(mp, span)
 			if err != nil {
 				sz.err = fmt.Errorf("time the event of --max-prime %d: %w", mp, err)
 				return
@@ -252,12 +252,13 @@ const EventEvents = 2000
 // the runs use, and under emulation (the qemu guest) one event in a
 // hundred takes 1.2 to 1.8 times the median.
 func EventCPU(maxPrime int) (time.Duration, *trace.Latency, error) {
-	return timeEvents(maxPrime, EventEvents, 3*time.Second)
+	return timeEvents(maxPrime, 3*time.Second)
 }
 
-// timeEvents is EventCPU for at most the given events or span.
-func timeEvents(maxPrime int, events int64, span time.Duration) (time.Duration, *trace.Latency, error) {
-	w := &parallel{trace.ParallelParams{Threads: 1, Duration: span, MaxPrime: maxPrime, Events: events}}
+// timeEvents is EventCPU for at most EventEvents events or the given
+// span, whichever ends first.
+func timeEvents(maxPrime int, span time.Duration) (time.Duration, *trace.Latency, error) {
+	w := &parallel{trace.ParallelParams{Threads: 1, Duration: span, MaxPrime: maxPrime, Events: EventEvents}}
 	if err := w.validate(); err != nil {
 		return 0, nil, err
 	}
@@ -276,7 +277,7 @@ func timeEvents(maxPrime int, events int64, span time.Duration) (time.Duration, 
 	h := trace.NewHistogram()
 	c0 := ThreadCPU()
 	last, n, primes := c0, int64(0), 0
-	for ; n < events && last-c0 < span; n++ {
+	for ; n < EventEvents && last-c0 < span; n++ {
 		primes += primeEvent(maxPrime)
 		now := ThreadCPU()
 		_ = h.RecordValue(int64(now - last))
