@@ -113,7 +113,12 @@ func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "print cfsprobe's version",
-		Args:  cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr("version takes no arguments, but got %q", args[0])
+			}
+			return nil
+		},
 		Run: func(c *cobra.Command, _ []string) {
 			fmt.Fprintln(c.OutOrStdout(), "cfsprobe", lab.Version)
 		},

@@ -53,7 +53,12 @@ reported as a failed check. Nothing is written to the group.`,
   cfsprobe record /system.slice/nginx.service --json > nginx.json
   cfsprobe record --pod shop/api-7d9f --out pod.json   # until Ctrl-C
   cfsprobe record --pod 1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d --out pod.json`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErr("record follows one group, but got %d: %q; record each in a cfsprobe record of its own (see: cfsprobe record --help)", len(args), args)
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error { return runRecord(c, f, args) },
 	}
 	fl := c.Flags()

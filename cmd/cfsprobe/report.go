@@ -32,7 +32,12 @@ Formats (--format; the default is html when --out ends in .html, else text):
   cfsprobe run --out limited.json --cpus 1 parallel --threads 2 --duration 3s
   cfsprobe report free.json limited.json
   cfsprobe report -o report.html free.json limited.json`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("no trace to show: give one or more traces saved by cfsprobe run, record or simulate with --out (see: cfsprobe report --help)")
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			f, err := report.ParseFormat(format, out)
 			if err != nil {

@@ -53,6 +53,9 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			out := c.OutOrStdout()
+			if (list || show != "") && len(args) > 0 {
+				return usageErr("--list and --show take no suite names, but got %q (see: cfsprobe suite --help)", args[0])
+			}
 			switch {
 			case list:
 				return suite.WriteList(out)
