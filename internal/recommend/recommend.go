@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
@@ -615,7 +616,7 @@ func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
 	}
 	hi := int64(math.Floor(top*1000/float64(r.step)+1e-9)) * r.step
 	if hi < lo {
-		return Candidate{Kind: k, Note: fmt.Sprintf("not tried: its quota would be above %s", cpus(r.maxCPUs))}, nil
+		return Candidate{Kind: k, Note: fmt.Sprintf("not tried: its quota would be above %s", report.CPUs(r.maxCPUs))}, nil
 	}
 	meets := func(m int64) (bool, error) { return r.p.meets(r.setting(k, m, threads), r.target) }
 	m, ok, err := search(lo, hi, r.step, guess, meets)
@@ -624,7 +625,7 @@ func (r *run) cheapest(k Kind, threads int, guess int64) (Candidate, error) {
 	}
 	c := Candidate{Kind: k, Setting: r.setting(k, m, threads), Meets: ok}
 	if !ok {
-		c.Note = fmt.Sprintf("none up to %s meets the target", cpus(float64(m)/1000))
+		c.Note = fmt.Sprintf("none up to %s meets the target", report.CPUs(float64(m)/1000))
 	} else {
 		c.FitMillicores = m
 		// Throttling is not quite monotone in the quota: the setting
@@ -762,7 +763,7 @@ func (r *run) threadCap(cur Setting, quota Candidate) (Candidate, error) {
 	}
 	if len(caps) == 0 {
 		return Candidate{Kind: KindThreads, Note: fmt.Sprintf("not tried: the group ran on at most %s at once, not more than %s has (%s)",
-			cpus(float64(par)), of, cpus(limit))}, nil
+			report.CPUs(float64(par)), of, report.CPUs(limit))}, nil
 	}
 	var best Candidate
 	for _, c := range caps {
@@ -835,12 +836,12 @@ func (r *run) reason() string {
 	case KindQuota:
 		head = fmt.Sprintf("a quota alone is enough: %s meets %s at the least CPU reserved", rec.Setting, g.Target)
 	case KindBurst:
-		head = fmt.Sprintf("the demand comes in bursts that idle periods can bank for: %s meets %s with %s reserved", rec.Setting, g.Target, cpus(reserved(rec.Candidate)))
+		head = fmt.Sprintf("the demand comes in bursts that idle periods can bank for: %s meets %s with %s reserved", rec.Setting, g.Target, report.CPUs(reserved(rec.Candidate)))
 	case KindThreads:
 		head = fmt.Sprintf("the group ran on %d CPUs at once, more than the limit has: capped at %s it meets %s with %s reserved",
-			g.Model.Parallelism, threads(rec.Setting.Threads), g.Target, cpus(reserved(rec.Candidate)))
+			g.Model.Parallelism, threads(rec.Setting.Threads), g.Target, report.CPUs(reserved(rec.Candidate)))
 	case KindNoLimit:
-		head = fmt.Sprintf("no limit up to %s (the most CPUs allowed) meets %s: remove the limit", cpus(r.maxCPUs), g.Target)
+		head = fmt.Sprintf("no limit up to %s (the most CPUs allowed) meets %s: remove the limit", report.CPUs(r.maxCPUs), g.Target)
 	}
 	if h := headroomText(rec.Candidate, g.Model.Headroom); h != "" {
 		head += " (" + h + ")"
@@ -854,11 +855,11 @@ func (r *run) reason() string {
 		case c.Prediction == nil:
 			parts = append(parts, fmt.Sprintf("%s %s", c.Kind.Words(), c.Note))
 		case !c.Meets:
-			parts = append(parts, fmt.Sprintf("%s: none up to %s meets it (%s throttled there)", c.Kind.Words(), cpus(reserved(c)), pct(c.Prediction.ThrottledRatio)))
+			parts = append(parts, fmt.Sprintf("%s: none up to %s meets it (%s throttled there)", c.Kind.Words(), report.CPUs(reserved(c)), pct(c.Prediction.ThrottledRatio)))
 		case rec.Kind != KindNoLimit && reserved(c) < reserved(rec.Candidate):
-			parts = append(parts, fmt.Sprintf("%s needs %s, within %s: the simpler setting is kept", c.Kind.Words(), cpus(reserved(c)), pct(TieMargin)))
+			parts = append(parts, fmt.Sprintf("%s needs %s, within %s: the simpler setting is kept", c.Kind.Words(), report.CPUs(reserved(c)), pct(TieMargin)))
 		default:
-			parts = append(parts, fmt.Sprintf("%s needs %s", c.Kind.Words(), cpus(reserved(c))))
+			parts = append(parts, fmt.Sprintf("%s needs %s", c.Kind.Words(), report.CPUs(reserved(c))))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -870,5 +871,5 @@ func headroomText(c Candidate, headroom float64) string {
 	if c.FitMillicores == 0 || c.Setting.Millicores() <= c.FitMillicores {
 		return ""
 	}
-	return fmt.Sprintf("%s met it in the simulation, raised by %s", cpus(float64(c.FitMillicores)/1000), headroomWords(headroom))
+	return fmt.Sprintf("%s met it in the simulation, raised by %s", report.CPUs(float64(c.FitMillicores)/1000), headroomWords(headroom))
 }

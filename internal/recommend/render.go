@@ -164,8 +164,8 @@ func (g *Group) about() string {
 		what += ", synthetic: " + g.Synthetic
 	}
 	return fmt.Sprintf("%s (%s): %d periods, %d throttled; used %s, demand %s (%s, from %s), on up to %s at once (from %s); simulated on kernel era %s, %s, period %v",
-		g.Name, what, m.Periods, m.ThrottledPeriods, cpus(m.UsedCPUs), cpus(m.DemandCPUs), m.Demand, m.DemandFrom,
-		cpus(float64(m.Parallelism)), m.ParallelismFrom, m.Era, cpus(float64(m.HostCPUs)), time.Duration(m.PeriodNs))
+		g.Name, what, m.Periods, m.ThrottledPeriods, report.CPUs(m.UsedCPUs), report.CPUs(m.DemandCPUs), m.Demand, m.DemandFrom,
+		report.CPUs(float64(m.Parallelism)), m.ParallelismFrom, m.Era, report.CPUs(float64(m.HostCPUs)), time.Duration(m.PeriodNs))
 }
 
 // notes are the lines under a group's table: the other reading of a
@@ -208,7 +208,7 @@ func (g *Group) notes() []string {
 	for _, u := range g.Windows.UsageCPUs {
 		avg += u / float64(n)
 	}
-	out = append(out, fmt.Sprintf("peers read minute-average usage: %s, %s on average", g.Windows.Formed, cpus(avg)))
+	out = append(out, fmt.Sprintf("peers read minute-average usage: %s, %s on average", g.Windows.Formed, report.CPUs(avg)))
 	for _, p := range g.Peers {
 		if p.Why != "" {
 			out = append(out, fmt.Sprintf("%s: %s", p.Name, p.Why))
@@ -231,7 +231,7 @@ func (g *Group) censoredThroughout() string {
 		return ""
 	}
 	return fmt.Sprintf("throttled in %d of its %d periods, the group's demand is known only to exceed its limit: the replay (%s) took it for %s busy in every throttled period, an upper bound (a service that queued its requests while it stood still wanted less); record it for a while under a looser limit, or none, to see what it wants",
-		m.ThrottledPeriods, m.Periods, m.Demand, cpus(float64(m.Parallelism)))
+		m.ThrottledPeriods, m.Periods, m.Demand, report.CPUs(float64(m.Parallelism)))
 }
 
 // currentCheaper says why the advice reserves more than a current limit

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
+	"github.com/cfsprobe/cfsprobe/internal/report"
 )
 
 // Setting is what the recommender advises, predicts, or reruns: the
@@ -32,7 +33,7 @@ func (s Setting) String() string {
 		}
 		return "no limit"
 	}
-	out := cpus(s.Limits.CPUs())
+	out := report.CPUs(s.Limits.CPUs())
 	if p := s.Limits.Period; p != 0 && p != cgroup.DefaultPeriod {
 		out += fmt.Sprintf(" per %v", p)
 	}
@@ -43,13 +44,6 @@ func (s Setting) String() string {
 		out += ", " + threads(s.Threads)
 	}
 	return out
-}
-
-func cpus(c float64) string {
-	if c == 1 {
-		return "1 CPU"
-	}
-	return fmt.Sprintf("%.3g CPUs", c)
 }
 
 func threads(n int) string {

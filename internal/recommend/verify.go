@@ -12,6 +12,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cpuview"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/lab"
+	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 	"github.com/cfsprobe/cfsprobe/internal/workload"
@@ -196,7 +197,7 @@ func capNotHeld(s Setting, t *trace.Trace) string {
 		return ""
 	}
 	return fmt.Sprintf("the thread cap did not hold: with a CPU view of %s the command ran on %s at once (from %s): it sets its thread count itself, so cap that (its threads or workers flag)",
-		cpus(float64(s.Threads)), cpus(float64(par)), from)
+		report.CPUs(float64(s.Threads)), report.CPUs(float64(par)), from)
 }
 
 // rerunConfig is the lab's configuration that runs tr's workload under

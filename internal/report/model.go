@@ -105,7 +105,7 @@ func newRow(r Named, reps map[string]int) row {
 	}
 	w.Name = shownName(w.Name, t)
 	if w.Limited {
-		w.Limit = fmt.Sprintf("%.3g CPUs", cpus(t.Limits))
+		w.Limit = CPUs(cpus(t.Limits))
 		w.Throttled = fmt.Sprintf("%d/%d", s.NrThrottled, s.NrPeriods)
 		w.ThrottledPct = fmt.Sprintf("%.0f%%", 100*s.ThrottledRatio)
 		if cpus(t.Limits) > 0 {

@@ -24,7 +24,7 @@ func Table(w io.Writer, runs []Named) error {
 		t, s := r.Trace, r.Trace.Summary
 		limit := "none"
 		if !t.Limits.Unlimited() {
-			limit = fmt.Sprintf("%.3g CPUs", cpus(t.Limits))
+			limit = CPUs(cpus(t.Limits))
 		}
 		throttled := "-"
 		if !t.Limits.Unlimited() {

@@ -96,7 +96,7 @@ func LimitsLine(l trace.Limits) string {
 	if l.Unlimited() {
 		fmt.Fprintf(&b, "unlimited (period %s)", Dur(l.PeriodUs*1000))
 	} else {
-		fmt.Fprintf(&b, "%.3g CPUs (quota %s per period %s)", cpus(l), Dur(*l.QuotaUs*1000), Dur(l.PeriodUs*1000))
+		fmt.Fprintf(&b, "%s (quota %s per period %s)", CPUs(cpus(l)), Dur(*l.QuotaUs*1000), Dur(l.PeriodUs*1000))
 	}
 	if l.BurstUs > 0 {
 		fmt.Fprintf(&b, ", burst %s", Dur(l.BurstUs*1000))
@@ -105,6 +105,15 @@ func LimitsLine(l trace.Limits) string {
 		fmt.Fprintf(&b, ", cpuset %s", l.Cpuset)
 	}
 	return b.String()
+}
+
+// CPUs formats a number of CPUs for people: 3 significant digits, "1 CPU"
+// for one.
+func CPUs(c float64) string {
+	if c == 1 {
+		return "1 CPU"
+	}
+	return fmt.Sprintf("%.3g CPUs", c)
 }
 
 // Dur formats nanoseconds for people: 3 significant digits, unit chosen

@@ -45,7 +45,7 @@ func writeRuns(w io.Writer, traces []*trace.Trace) error {
 		s := t.Summary
 		limit := "unlimited"
 		if !t.Limits.Unlimited() {
-			limit = fmt.Sprintf("%.3g CPUs", *t.Limits.CPUs)
+			limit = report.CPUs(*t.Limits.CPUs)
 			if t.Limits.BurstUs > 0 {
 				limit += fmt.Sprintf(" +%s burst", report.Dur(t.Limits.BurstUs*1000))
 			}
