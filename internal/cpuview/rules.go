@@ -110,20 +110,24 @@ func (v *View) recommend() Recommendation {
 		if v.QuotaCPUs == nil {
 			rec.Reason = fmt.Sprintf("no CPU quota: the process may run on %s, one thread each", cpus)
 		} else {
-			rec.Reason = fmt.Sprintf("the tightest quota, %s CPUs, is not below the %s the process may run on: one thread each", fmtCPUs(*v.QuotaCPUs), cpus)
+			rec.Reason = fmt.Sprintf("the tightest quota, %s, is not below the %s the process may run on: one thread each", cpusText(*v.QuotaCPUs), cpus)
 		}
 		return rec
 	}
-	q := fmtCPUs(*v.QuotaCPUs)
+	q := cpusText(*v.QuotaCPUs)
 	period := fmtDur(v.periodNs)
 	switch {
 	case v.quotaNs < v.periodNs:
 		stall := fmtDur(v.periodNs - v.quotaNs)
-		rec.Reason = fmt.Sprintf("a quota of %s CPUs is less than one CPU: one thread is the fewest, and while it is busy it still runs out of quota and waits up to %s of every %s period; raise the quota to 1 CPU if it must not stall", q, stall, period)
+		rec.Reason = fmt.Sprintf("a quota of %s is less than one CPU: one thread is the fewest, and while it is busy it still runs out of quota and waits up to %s of every %s period; raise the quota to 1 CPU if it must not stall", q, stall, period)
 	case v.quotaNs%v.periodNs == 0:
-		rec.Reason = fmt.Sprintf("the quota is %s CPUs: %d busy threads use all of it and none waits for the next period", q, n)
+		use := "threads use"
+		if n == 1 {
+			use = "thread uses"
+		}
+		rec.Reason = fmt.Sprintf("the quota is %s: %d busy %s all of it and none waits for the next period", q, n, use)
 	default:
-		rec.Reason = fmt.Sprintf("with %d busy %s for a quota of %s CPUs the group cannot use more than its quota in a period, so no thread waits for the next period", n, plural(n, "thread"), q)
+		rec.Reason = fmt.Sprintf("with %d busy %s for a quota of %s the group cannot use more than its quota in a period, so no thread waits for the next period", n, plural(n, "thread"), q)
 		frac := float64(v.quotaNs%v.periodNs) / float64(v.periodNs)
 		if c := v.Threads(Ceil); frac >= 0.5 && c > n {
 			rec.Reason += fmt.Sprintf("; the %s CPU left over stays idle: ceil (%d threads) would use it, at the cost of being throttled whenever every thread is busy", fmtCPUs(frac), c)
@@ -137,6 +141,14 @@ func fmtCPUs(c float64) string {
 	s := strconv.FormatFloat(c, 'f', 3, 64)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	return s
+}
+
+// cpusText is fmtCPUs with its unit: 1 CPU, 1.5 CPUs.
+func cpusText(c float64) string {
+	if c == 1 {
+		return "1 CPU"
+	}
+	return fmtCPUs(c) + " CPUs"
 }
 
 // fmtDur prints a duration exactly, as the kernel's microseconds allow:

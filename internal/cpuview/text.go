@@ -84,7 +84,7 @@ func (v *View) WriteText(w io.Writer) error {
 		}
 	}
 
-	eff := fmtCPUs(v.EffectiveCPUs) + " CPUs"
+	eff := cpusText(v.EffectiveCPUs)
 	if v.EffectiveCPUs == 1 {
 		eff = "1 CPU"
 	}
@@ -98,7 +98,7 @@ func (v *View) WriteText(w io.Writer) error {
 	default:
 		eff += fmt.Sprintf(" (%s", map[string]string{"online": "the online CPUs", "affinity": "the affinity", "cpuset": "the cpuset"}[v.LimitedBy])
 		if v.QuotaCPUs != nil {
-			eff += fmt.Sprintf("; the tightest quota is %s CPUs", fmtCPUs(*v.QuotaCPUs))
+			eff += fmt.Sprintf("; the tightest quota is %s", cpusText(*v.QuotaCPUs))
 		} else {
 			eff += "; no quota"
 		}
