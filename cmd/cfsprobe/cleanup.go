@@ -22,12 +22,7 @@ killed with SIGKILL cannot: its group stays under cfsprobe/ in each hierarchy.
 cleanup finds cfsprobe's own groups (recognised by their names, run-PID-XXXXXXXX,
 under the cfsprobe/ parent), skips those whose cfsprobe process still runs,
 kills the tasks of the others and removes them. Nothing else is touched.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErr("cleanup takes no arguments, but got %q: name the parent group with --parent (see: cfsprobe cleanup --help)", args[0])
-			}
-			return nil
-		},
+		Args: noArgs("name the parent group with --parent"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := checkParent(parent); err != nil {
 				return err

@@ -49,12 +49,7 @@ never an error. cfsprobe exec gives a program this view (cfsprobe exec --help).`
   cfsprobe cpus --pid $(pidof nginx | cut -d' ' -f1)
   cfsprobe cpus --cgroup /kubepods/burstable/pod1234/abcd --json
   sudo cfsprobe run --cpus 1.5 -- cfsprobe cpus`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErr("cpus takes no arguments, but got %q: name a process with --pid or a group with --cgroup", args[0])
-			}
-			return nil
-		},
+		Args: noArgs("name a process with --pid or a group with --cgroup"),
 		RunE: func(c *cobra.Command, _ []string) error { return runCpus(c, f) },
 	}
 	fl := c.Flags()

@@ -57,12 +57,7 @@ garbage at GOGC=50 unless GOGC is set (go_gc_gogc_percent shows it): about
 		Example: `  cfsprobe exporter --web.config.file /etc/cfsprobe/web-config.yml
   cfsprobe exporter --web.listen-address :9750 --cgroup-root /host/sys/fs/cgroup
   curl -s --cacert ca.crt -u prometheus:PASSWORD https://localhost:9750/metrics | grep cfsprobe_cpu_throttled_periods_total`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErr("exporter takes no arguments, but got %q (see: cfsprobe exporter --help)", args[0])
-			}
-			return nil
-		},
+		Args: noArgs(""),
 		RunE: func(c *cobra.Command, _ []string) error { return runExporter(f) },
 	}
 	fl := c.Flags()

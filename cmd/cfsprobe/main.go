@@ -29,6 +29,21 @@ func usageErr(format string, a ...any) error {
 	return &exitError{2, fmt.Errorf(format, a...)}
 }
 
+// noArgs is the Args of a command that takes none: a stray argument is
+// an input error that names it, and says what to do instead (hint) and
+// where help is.
+func noArgs(hint string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		if hint != "" {
+			hint = ": " + hint
+		}
+		return usageErr("%s takes no arguments, but got %q%s (see: %s --help)", c.Name(), args[0], hint, c.CommandPath())
+	}
+}
+
 func main() {
 	// Hidden entry point: a built-in workload running inside its group.
 	if len(os.Args) >= 3 && os.Args[1] == "__workload" {
@@ -113,12 +128,7 @@ func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "print cfsprobe's version",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErr("version takes no arguments, but got %q", args[0])
-			}
-			return nil
-		},
+		Args:  noArgs(""),
 		Run: func(c *cobra.Command, _ []string) {
 			fmt.Fprintln(c.OutOrStdout(), "cfsprobe", lab.Version)
 		},

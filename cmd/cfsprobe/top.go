@@ -71,12 +71,7 @@ no container) is named by what its path says ("docker 4f5e6a7b8c9d").`,
   cfsprobe top --sort usage --all
   cfsprobe top --cgroup-root /host/sys/fs/cgroup
   cfsprobe top --once --json --interval 5s | jq '.[] | select(.throttled_ratio > 0.2) | .name'`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErr("top takes no arguments, but got %q (see: cfsprobe top --help)", args[0])
-			}
-			return nil
-		},
+		Args: noArgs(""),
 		RunE: func(c *cobra.Command, _ []string) error { return runTop(c, f) },
 	}
 	fl := c.Flags()

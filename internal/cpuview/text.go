@@ -85,9 +85,6 @@ func (v *View) WriteText(w io.Writer) error {
 	}
 
 	eff := cpusText(v.EffectiveCPUs)
-	if v.EffectiveCPUs == 1 {
-		eff = "1 CPU"
-	}
 	switch v.LimitedBy {
 	case "quota":
 		for _, l := range v.Levels {
