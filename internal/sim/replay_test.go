@@ -288,8 +288,9 @@ func TestTraceDemand(t *testing.T) {
 }
 
 // Parallelism: the built-in workload's threads on the CPUs it could use;
-// else the most CPUs stopped; else the busiest period, rounded up with a
-// tenth of slack.
+// else the most CPUs stopped; else the busiest period, read with its
+// boundaries off and rounded up with a tenth of slack, a short one only
+// when no whole one was read.
 func TestReplayParallelism(t *testing.T) {
 	spec := trace.Spec{Workload: "parallel", Params: &trace.Params{Parallel: &trace.ParallelParams{Threads: 8}}}
 	tr := limitedTrace(50*ms, spec, periodsOf([3]int64{50, 75, 2}))
@@ -311,6 +312,25 @@ func TestReplayParallelism(t *testing.T) {
 	tr.Periods[1].Blurred = true
 	if n, _ := parallelism(tr, mustRead(t, tr)); n != 1 {
 		t.Errorf("a blurred busiest period counts: %d, want 1", n)
+	}
+
+	// One loop spinning alone: whole periods a little under 1 CPU, a
+	// run's last period cut short where the counter caught up a tick.
+	tr = &trace.Trace{Schema: trace.Schema, Spec: trace.Spec{Workload: "command"}, Host: trace.Host{CPUs: 2},
+		Periods: periodsOf([3]int64{98, 0, 0}, [3]int64{97, 0, 0})}
+	last := trace.Period{StartNs: tr.Periods[1].EndNs, EndNs: tr.Periods[1].EndNs + int64(15*ms), UsageNs: int64(19 * ms)}
+	tr.Periods = append(tr.Periods, last)
+	if n, _ := parallelism(tr, mustRead(t, tr)); n != 1 {
+		t.Errorf("a 15 ms last period at 1.27 CPUs after whole ones at 0.98: %d, want 1", n)
+	}
+	tr.Periods[1].UsageNs = int64(108 * ms) // 1.06 with its boundaries 2 ms off
+	if n, _ := parallelism(tr, mustRead(t, tr)); n != 1 {
+		t.Errorf("a whole period at 1.08 CPUs: %d, want 1", n)
+	}
+	tr.Periods = tr.Periods[2:]
+	tr.Periods[0].UsageNs = int64(25 * ms) // 1.47 with its boundaries 2 ms off
+	if n, _ := parallelism(tr, mustRead(t, tr)); n != 2 {
+		t.Errorf("a run of one 15 ms period at 1.67 CPUs: %d, want 2", n)
 	}
 }
 

@@ -63,17 +63,17 @@ func (p Period) Running() float64 {
 // recording).
 const boundaryError = 2 * time.Duration(endFine)
 
-// runningAtLeast is the fewest CPUs the period can have run on, its
+// RunningAtLeast is the fewest CPUs the period can have run on, its
 // running time read boundaryError long: a throttled period ran on more
 // CPUs than were stopped only when even these are more.
-func (p Period) runningAtLeast() float64 {
+func (p Period) RunningAtLeast() float64 {
 	return float64(max(p.UsageNs, 0)) / float64(p.Length()-p.Stall()+boundaryError)
 }
 
 // Missed is the work a throttled period missed while it did not run: on
 // cpus CPUs for notRun. It ran from the period's start until it was
 // stopped, on the CPUs the kernel stopped (or ran on, when more: when its
-// usage says so with its boundaries read off, runningAtLeast), and those
+// usage says so with its boundaries read off, RunningAtLeast), and those
 // had runnable threads for the stall: it missed their work for the
 // stall. A period in which it kept at least BusyShare of those CPUs busy
 // while not stopped was busy all along: the time it did not run on them
@@ -94,7 +94,7 @@ func (p Period) Missed(maxCPUs float64) (cpus float64, notRun time.Duration) {
 	if s == 0 {
 		return bound(running), 0
 	}
-	cpus = bound(max(p.runningAtLeast(), float64(p.Stopped())))
+	cpus = bound(max(p.RunningAtLeast(), float64(p.Stopped())))
 	if cpus > 0 && running >= cpus*BusyShare {
 		return cpus, max(p.Length()-time.Duration(float64(max(p.UsageNs, 0))/cpus), 0)
 	}
