@@ -301,8 +301,21 @@ func TestVerifyCapNotHeld(t *testing.T) {
 			return fmt.Errorf("2 spinning loops under a cap of 1: warnings %q, want the cap not held on 2 CPUs", w)
 		}
 		if w := strings.Join(view[0].Warnings, "; "); strings.Contains(w, "did not hold") {
-			return fmt.Errorf("$(nproc) spinning loops under a cap of 1: warnings %q, want none of the cap", w)
+			return fmt.Errorf("$(nproc) spinning loops under a cap of 1: warnings %q, want none of the cap; its periods' running CPUs: %s", w, runningCPUs(view[0].Trace))
 		}
 		return nil
 	})
+}
+
+// runningCPUs lists a trace's periods as running CPUs over length, for a
+// test's failure.
+func runningCPUs(tr *trace.Trace) string {
+	var b strings.Builder
+	for i, p := range tr.Periods {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%.3f/%v", p.Running(), p.Length().Round(100*time.Microsecond))
+	}
+	return b.String()
 }
