@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
@@ -621,5 +623,21 @@ func labRun(t *testing.T, from, to string) {
 	}
 	if err := os.Chmod(to, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// noArgs says the same each time it is asked: its hint is joined once,
+// not again at every call.
+func TestNoArgsSaysTheSameTwice(t *testing.T) {
+	c := &cobra.Command{Use: "cpus"}
+	check := noArgs("name a process with --pid")
+	want := `cpus takes no arguments, but got "x": name a process with --pid (see: cpus --help)`
+	for i := range 2 {
+		if err := check(c, []string{"x"}); err == nil || err.Error() != want {
+			t.Fatalf("call %d: %v, want %q", i+1, err, want)
+		}
+	}
+	if err := check(c, nil); err != nil {
+		t.Fatalf("no arguments: %v, want none", err)
 	}
 }

@@ -33,12 +33,12 @@ func usageErr(format string, a ...any) error {
 // an input error that names it, and says what to do instead (hint) and
 // where help is.
 func noArgs(hint string) cobra.PositionalArgs {
+	if hint != "" {
+		hint = ": " + hint
+	}
 	return func(c *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return nil
-		}
-		if hint != "" {
-			hint = ": " + hint
 		}
 		return usageErr("%s takes no arguments, but got %q%s (see: %s --help)", c.Name(), args[0], hint, c.CommandPath())
 	}
