@@ -136,30 +136,17 @@ deps:
 # leftovers' snapshot, the preload library's tests, fuzzing. Then, one at
 # a time (-j1, also under make -jN), the tests that measure on real
 # cgroups, which must not compete for the CPUs with anything of ours.
-# On a fresh machine (`.ci/run` on a clean clone with empty Go build and
-# module caches and none of the Debian packages, 2026-11-25): 1751 s in
-# all (29 minutes). test-untimed 565 s: the node's build 503 s; beside
-# it, the race build 226 s, vet 53, the packages' install 78, the preload
-# tests 59, fuzzing 148 (62 s after the build). test-unit 989 s, the
-# guest 197. On another fresh machine (2026-11-28), with about 150 s of
-# CPU of other builds beside test-untimed: 1949 s (32.5 minutes), the
-# node's build 680 s, the packages' install 161 s; fuzzing has since
-# built the instrumented standard library once instead of twice (75 s of
-# CPU less). On a machine that has the builds and packages, test-untimed
-# took 146 s and make test 1289 s (21.5 minutes); by 2026-11-28, with
-# the tests of the simulator and the recommender, 140 to 170 s and 1520
-# to 1630 s (test-unit 1145 s, the guest 237 to 360). With empty Go and
-# node caches but the packages installed (2026-11-29, HOME emptied):
-# test-untimed 603 s, test-unit 1135 s: about 2,000 s with the guest,
-# over the 30 minutes the brief allows a fresh machine. Since, each
-# suites' comparison after the first reuses the costs the first measured
-# (cmd/cfsprobe, hostCosts): the host's four took 167 s instead of 233 s,
-# threads-vs-quota measured twice in both runs. On 2026-11-29, on a
-# machine started minutes before with none of the packages: test-untimed
-# 404 s (the node's build 321 s), test-unit 1177 s (it failed; the guest
-# did not run: about 1800 s with it); with the caches, a clean clone's
-# .ci/run took 1363 s (144 + 1012 + 207 s), the suites' tests at their
-# first attempts with the lab's reader apart from pinned workloads.
+# The first phase is CPU-bound on a machine with empty caches: about
+# 1,700 s of CPU on 2 CPUs, of which the node's build 1,000 (2026-11-30,
+# caches emptied, packages installed: test-untimed 934 s, the node's
+# build all of it; beside it the race build 482 s, vet 42, the preload
+# tests 69, fuzzing 226; on 2026-11-25 the node's build took 503 s and
+# 461 s of CPU, the machines' speed varies by two). With the builds
+# cached, test-untimed takes 140 to 170 s; test-unit 1,100 to 1,200 s,
+# most of it the tests that measure (the suites measured and simulated,
+# the recommender's reruns, the fleet's three minutes under Prometheus,
+# the Kubernetes node); the guest 200 to 360 s. README.md gives the
+# totals.
 # It prints how long each phase took, for the figures above.
 test:
 	@t0=$$(date +%s); \
@@ -203,7 +190,7 @@ leftovers-after:
 # CRDs (the chart's tests: test/deploy, test/kubernetes) from the Go module
 # proxy, once per machine: into
 # $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/k8s-<version>/ the first time: 5
-# minutes alone on 2 cores with the modules downloaded, 10 beside the rest
+# minutes alone on 2 cores with the modules downloaded, 8 to 16 beside the rest
 # of make test's builds with the downloads; nothing after
 # (test/kubernetes/build/build.sh).
 k8s-bins:

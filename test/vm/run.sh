@@ -2,9 +2,13 @@
 # run.sh runs cfsprobe's end-to-end tests on cgroup v2 in a qemu guest.
 #
 # The host may offer the cpu controller only through cgroup v1, so the
-# stock Debian kernel is booted under qemu (software emulation: KVM is not
-# needed) with an initramfs that holds busybox, a static cfsprobe and the
-# static e2e test binary of ./cmd/cfsprobe. The guest's /init mounts
+# stock Debian kernel is booted under qemu (software emulation, TCG: KVM
+# is not needed; the reference machines, themselves KVM guests, offer a
+# /dev/kvm from kvm_pvm, a nested KVM without hardware virtualization
+# whose guests must run a PVM-enabled kernel: the stock one, under
+# -accel kvm, stops at "Probing EDD") with an initramfs that holds
+# busybox, a static cfsprobe and the static e2e test binary of
+# ./cmd/cfsprobe. The guest's /init mounts
 # cgroup2 at /sys/fs/cgroup (and nothing else of cgroups), enables the cpu
 # controller, runs the selected tests with CFSPROBE_REQUIRE_CGROUPS=1,
 # prints the result between markers and powers off. The guest's console is
