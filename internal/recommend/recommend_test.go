@@ -711,6 +711,43 @@ func TestNotesCurrentCheaper(t *testing.T) {
 	}
 }
 
+// The note under the table when the model's prediction of the current
+// setting is off what the trace measured under it by more than the
+// simulator is validated to (suite.Agree's bounds): which way, and
+// none within them or without a measurement. A simulated bursty group
+// under 0.5 CPU (4 threads, 40 ms every second) was put at 34 % and a
+// 70 ms p99 stall, measured 27 % and 3.95 ms: its bursts began late in
+// their periods, which the replay cannot know.
+func TestNotesCurrentApart(t *testing.T) {
+	half := Setting{Limits: cgroup.Limits{Period: 100 * time.Millisecond, Quota: 50 * time.Millisecond}}
+	ms := int64(time.Millisecond)
+	at := func(thr float64, stall int64) Prediction { return Prediction{ThrottledRatio: thr, StallP99Ns: stall} }
+	for _, tc := range []struct {
+		name      string
+		predicted Prediction
+		measured  *Prediction
+		want      string
+	}{
+		{"the case above", at(0.34, 70*ms), &Prediction{ThrottledRatio: 0.27, StallP99Ns: 3950000}, "where the trace cannot tell, the replay takes the worst case"},
+		{"throttled 6 points more", at(0.33, 50*ms), &Prediction{ThrottledRatio: 0.27, StallP99Ns: 50 * ms}, "at 33% of periods throttled and a p99 stall of 50ms, where the trace measured 27% and 50ms: where the trace cannot tell"},
+		{"stall 25 % longer", at(0.27, 62500000), &Prediction{ThrottledRatio: 0.27, StallP99Ns: 50 * ms}, "to the safe side"},
+		{"within: 4 points, 19 % of the stall", at(0.31, 59500000), &Prediction{ThrottledRatio: 0.27, StallP99Ns: 50 * ms}, ""},
+		{"within: 2 ms of a short stall", at(0.27, 5*ms), &Prediction{ThrottledRatio: 0.27, StallP99Ns: 3 * ms}, ""},
+		{"fewer throttled", at(0.1, 50*ms), &Prediction{ThrottledRatio: 0.2, StallP99Ns: 50 * ms}, "the replay sees less demand than the group had"},
+		{"both ways", at(0.1, 90*ms), &Prediction{ThrottledRatio: 0.2, StallP99Ns: 50 * ms}, "off both ways"},
+		{"synthetic: nothing measured", at(0.34, 70*ms), nil, ""},
+	} {
+		g := &Group{Target: DefaultTarget, Current: Current{Setting: half, Prediction: tc.predicted, Measured: tc.measured}}
+		got := g.currentApart()
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+		if notes := strings.Join(g.notes(), "\n"); !strings.Contains(notes, got) {
+			t.Errorf("%s: notes %q lack %q", tc.name, notes, got)
+		}
+	}
+}
+
 // The k8s patch names the container the recording's runtime named, and
 // says which pod it is in; a pod's own group and a group without names
 // are said to need the container's name.

@@ -13,6 +13,7 @@ import (
 	"github.com/cfsprobe/cfsprobe/internal/cpuview"
 	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/sim"
+	"github.com/cfsprobe/cfsprobe/internal/suite"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
 )
 
@@ -169,7 +170,9 @@ func (g *Group) about() string {
 }
 
 // notes are the lines under a group's table: the other reading of a
-// recorded closed loop, the peers' input and the limits their
+// recorded closed loop, a current limit cheaper than the advice, the
+// model's prediction of the current setting where it is off what was
+// measured, the thread cap, the peers' input and the limits their
 // predictions use.
 func (g *Group) notes() []string {
 	var out []string
@@ -190,6 +193,9 @@ func (g *Group) notes() []string {
 		out = append(out, n)
 	}
 	if n := g.currentCheaper(); n != "" {
+		out = append(out, n)
+	}
+	if n := g.currentApart(); n != "" {
 		out = append(out, n)
 	}
 	if n := g.Recommended.Setting.Threads; n > 0 {
@@ -256,6 +262,36 @@ func (g *Group) currentCheaper() string {
 	}
 	return fmt.Sprintf("the current %s meets the target too, where the recording's periods fell (%s throttled, %s simulated); the advice meets it wherever they fall (the worst of %d grids), with the step above it too, and with %s (docs/recommend.md, \"Where the periods fall\", \"Headroom\"): the current limit is enough while the work falls in the periods as it did when recorded",
 		cur.Setting, pct(cur.Measured.ThrottledRatio), pct(cur.Prediction.ThrottledRatio), phaseCount, headroomWords(g.Model.Headroom))
+}
+
+// currentApart says which way the model's prediction of the current
+// setting is off what the trace measured under it, and why, when it is
+// off by more than the simulator is validated to (the suites' bounds,
+// suite.Agree: throttled periods within 5 points, a latency within 20 %
+// or 2 ms, here the p99 stall); "" otherwise, and for a synthetic trace,
+// which measured nothing per period. The predictions of the other
+// settings come from the same replay and lean the same way.
+func (g *Group) currentApart() string {
+	m, p := g.Current.Measured, g.Current.Prediction
+	if m == nil {
+		return ""
+	}
+	stallBound := max(suite.LatencyShare*float64(m.StallP99Ns), float64(suite.LatencyFloor))
+	dThr, dStall := p.ThrottledRatio-m.ThrottledRatio, float64(p.StallP99Ns-m.StallP99Ns)
+	worse := dThr > suite.ThrottledPoints || dStall > stallBound
+	better := dThr < -suite.ThrottledPoints || dStall < -stallBound
+	if !worse && !better {
+		return ""
+	}
+	apart := fmt.Sprintf("the model puts the current %s at %s of periods throttled and a p99 stall of %s, where the trace measured %s and %s",
+		g.Current.Setting, pct(p.ThrottledRatio), report.Dur(p.StallP99Ns), pct(m.ThrottledRatio), report.Dur(m.StallP99Ns))
+	switch {
+	case worse && !better:
+		return apart + ": where the trace cannot tell, the replay takes the worst case (each period's work as one burst on the CPUs it ran on, a throttled period's missed work as all its stopped CPUs could have done: docs/simulate.md, \"Assumptions and limits\"), and every prediction above leans the same way, to the safe side"
+	case better && !worse:
+		return apart + ": the replay sees less demand than the group had (an open service's backlog, work that other processes took the CPUs from: docs/simulate.md, \"Assumptions and limits\"), and every prediction above leans the same way: the advice may fall short of the target; --verify reruns it where the trace can be rerun, and a recording under a looser limit shows more of the demand"
+	}
+	return apart + ": off both ways, beyond what the simulator is validated to (docs/simulate.md, \"Assumptions and limits\"); --verify reruns the advice where the trace can be rerun"
 }
 
 // Table writes the advice for people: per group, a table of the
