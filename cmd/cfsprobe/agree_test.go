@@ -126,22 +126,14 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 // it disagrees: one that agrees all the same is judged.
 func heldUp(m *trace.Trace) (held, bound time.Duration) {
 	if m.Summary.LatencyNs != nil {
-		bound = max(time.Duration(suite.LatencyShare*float64(m.Summary.LatencyNs.P99)), suite.LatencyFloor)
+		bound = suite.LatencyBound(time.Duration(m.Summary.LatencyNs.P99))
 	}
 	p := m.Spec.Params
 	if m.Summary.NrThrottled > 0 || m.Latency == nil || p == nil {
 		return 0, bound
 	}
-	threads := 0
-	switch {
-	case p.Bursty != nil && p.Bursty.On == 0:
-		threads = p.Bursty.Threads
-	case p.Periodic != nil && p.Periodic.Burn == 0:
-		threads = p.Periodic.Threads
-	case p.Parallel != nil:
-		threads = p.Parallel.Threads
-	}
-	if threads < 1 || threads > m.Host.CPUs {
+	ofWallTime := p.Bursty != nil && p.Bursty.On > 0 || p.Periodic != nil && p.Periodic.Burn > 0
+	if n := p.Threads(); ofWallTime || n < 1 || n > m.Host.CPUs {
 		return 0, bound
 	}
 	for _, op := range m.Latency.Samples {

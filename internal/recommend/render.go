@@ -276,7 +276,7 @@ func (g *Group) currentApart() string {
 	if m == nil {
 		return ""
 	}
-	stallBound := max(suite.LatencyShare*float64(m.StallP99Ns), float64(suite.LatencyFloor))
+	stallBound := float64(suite.LatencyBound(time.Duration(m.StallP99Ns)))
 	dThr, dStall := p.ThrottledRatio-m.ThrottledRatio, float64(p.StallP99Ns-m.StallP99Ns)
 	worse := dThr > suite.ThrottledPoints || dStall > stallBound
 	better := dThr < -suite.ThrottledPoints || dStall < -stallBound

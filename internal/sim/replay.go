@@ -432,15 +432,8 @@ func parallelism(tr *trace.Trace, ps []period) (int, string) {
 		}
 		return max(n, 1)
 	}
-	if p := tr.Spec.Params; p != nil {
-		switch {
-		case p.Periodic != nil:
-			return bound(p.Periodic.Threads), trace.FromParams
-		case p.Bursty != nil:
-			return bound(p.Bursty.Threads), trace.FromParams
-		case p.Parallel != nil:
-			return bound(p.Parallel.Threads), trace.FromParams
-		}
+	if p := tr.Spec.Params; p != nil && p.Threads() > 0 {
+		return bound(p.Threads()), trace.FromParams
 	}
 	half := tr.Limits.Cgroup().PeriodOrDefault() / 2
 	stopped, running, short := 0, -1.0, 0.0

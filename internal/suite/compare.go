@@ -24,6 +24,16 @@ const (
 	LatencyFloor    = 2 * time.Millisecond
 )
 
+// within is how far a simulated figure may be from the measured one:
+// share of the measured value, or floor, whichever is larger.
+func within(measured, share, floor float64) float64 { return max(share*measured, floor) }
+
+// LatencyBound is how far a simulated latency may be from a measured one
+// and agree (Agree's bound on p99 and p99.9).
+func LatencyBound(measured time.Duration) time.Duration {
+	return time.Duration(within(float64(measured), LatencyShare, float64(LatencyFloor)))
+}
+
 // agreeOn are the figures of Agree, in the order of the comparison
 // table: each a metric (Metrics, the one reading of it from a trace), and
 // how far the simulated value may be from the measured one: share of the
@@ -96,7 +106,7 @@ func Agree(measured, simulated *trace.Trace) []Figure {
 	figs := make([]Figure, len(agreeOn))
 	for i, a := range agreeOn {
 		f := Figure{Name: a.name, metric: a.metric, Measured: value(a.metric, measured), Simulated: value(a.metric, simulated)}
-		f.Bound = max(a.share*f.Measured, a.floor)
+		f.Bound = within(f.Measured, a.share, a.floor)
 		// A little slack for rounding: CPU used of an idle run is 0.
 		f.OK = !math.IsNaN(f.Diff()) && math.Abs(f.Diff()) <= f.Bound+1e-9
 		figs[i] = f

@@ -31,6 +31,19 @@ type Params struct {
 	Parallel *ParallelParams
 }
 
+// Threads is how many worker threads the workload ran (0: none named).
+func (p Params) Threads() int {
+	switch {
+	case p.Periodic != nil:
+		return p.Periodic.Threads
+	case p.Bursty != nil:
+		return p.Bursty.Threads
+	case p.Parallel != nil:
+		return p.Parallel.Threads
+	}
+	return 0
+}
+
 // PeriodicParams: each of Threads threads burns CPU for Burn of wall time
 // (or BurnCPU of its own CPU time, when Burn is 0), sleeps Sleep, and
 // repeats, Iterations burns in all.
