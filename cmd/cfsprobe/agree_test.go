@@ -10,6 +10,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -25,8 +26,9 @@ import (
 // agreement judges the simulator against the kernel, not against the
 // other work of a shared machine: a measurement beside other work that
 // kept more than trace.DisturbedCPUs busy on the workload's CPUs
-// (trace.Summary.Disturbed), or one that disagrees and held an
-// operation up where nothing of the limit could (heldUp), is not judged. A scenario is judged on up to
+// (trace.Summary.Disturbed), or one that disagrees where other work held
+// its operations up, where nothing of the limit could, and agrees without
+// that (setAside, heldUp), is not judged. A scenario is judged on up to
 // two undisturbed measurements (the simulation is deterministic): it
 // agrees when one of them does. One with no undisturbed measurement is
 // not judged; when more than half of a suite's are not, the machine was
@@ -95,9 +97,8 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 			a.t.Logf("%s/%s: disturbed (other work: %s), not judged: %s", a.suite, name, report.OthersBusy(m.Summary), figureLine(figs))
 			continue
 		}
-		if d, bound := heldUp(m); d > bound && !suite.Agrees(figs) {
-			a.t.Logf("%s/%s: disturbed (an operation that nothing of the limit held took %v beyond its CPU time, more than the %v its latency may differ by), not judged: %s",
-				a.suite, name, d, bound, figureLine(figs))
+		if why := setAside(m, s, figs); why != "" {
+			a.t.Logf("%s/%s: disturbed (%s), not judged: %s", a.suite, name, why, figureLine(figs))
 			continue
 		}
 		j.clean++
@@ -107,41 +108,106 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 	}
 }
 
-// heldUp is how much longer than its own CPU time the slowest
-// operation of a measured run took where nothing of the limit can have
-// held it up (the run had no throttled period, each of the workload's
-// threads had a CPU of its own, and an operation is an amount of CPU
-// time: bursty --on-cpu, periodic --burn-cpu, parallel's events), with
-// the most its latency may differ from the model's (suite.Agree's bound
-// on its p99); 0 when that cannot be told (a throttled run, more threads
-// than CPUs, operations of wall time, which other work shortens of CPU
-// rather than lengthens, no per-operation CPU times). Such a wait is
-// other work on the workload's CPU, which the model does not have, and
-// which an average of other work (trace.Summary.Disturbed) hides when it
-// comes at once: on 2026-11-30 a kernel worker (kworker/1:2, virtio) ran
-// 4 and then 3.4 ms on the pinned workload's CPU in the middle of a
-// burst (perf sched timehist), and burst-20ms's 30 ms bursts took 38 ms
-// in both measurements of a CI run, beside 0.00 CPUs of other work on
-// average. The agreement sets aside a measurement held up so only when
-// it disagrees: one that agrees all the same is judged.
-func heldUp(m *trace.Trace) (held, bound time.Duration) {
-	if m.Summary.LatencyNs != nil {
-		bound = suite.LatencyBound(time.Duration(m.Summary.LatencyNs.P99))
-	}
+// heldUp is what other work took from a measured run's operations where
+// nothing of the limit can have held them (the run had no throttled
+// period, and each of the workload's threads had a CPU of its own), and
+// the run as it would have been without it; nil when that cannot be told
+// (a throttled run, more threads than CPUs, operations without their CPU
+// times, or not every operation kept). Such a wait is other work on the
+// workload's CPU, or the hypervisor's (steal time, which a kernel with
+// CONFIG_PARAVIRT_TIME_ACCOUNTING, as this host's, charges to no thread:
+// a periodic --burn 5ms run of 4 s lost 6 to 8 ms of its 200 ms of CPU
+// beside 20 to 70 ms of steal), which the model does not have, and which
+// an average of other work (trace.Summary.Disturbed) hides when it comes
+// at once: on 2026-11-30 a kernel worker (kworker/1:2, virtio) ran 4 and
+// then 3.4 ms on the pinned workload's CPU in the middle of a burst (perf
+// sched timehist), and burst-20ms's 30 ms bursts took 38 ms in both
+// measurements of a CI run, beside 0.00 CPUs of other work on average.
+//
+//   - An operation of CPU time (bursty --on-cpu, periodic --burn-cpu,
+//     parallel's events) took longer than its CPU time by what held it;
+//     without it, it takes its CPU time.
+//   - An operation of wall time (bursty --on, periodic --burn) spins for
+//     its time, so what held it is CPU time it did not get (its wall time
+//     less its CPU time), and it took longer than its time only when the
+//     hold came at its end (it read the clock after); without it, it
+//     takes no longer than its time, and the run used that CPU time too.
+//     aggressive-cfs's 5 ms burns once in 5 s used 0.1 % of a CPU against
+//     the model's 0.2 % (13 % apart, where 5 % agree) in a run whose one
+//     burn took 6.8 ms (2026-11-30); in four runs of the suite, 3 of its
+//     24 measurements disagreed, each on the CPU used (the model's 9 to
+//     26 % above it), and each agreed without what its burns lost (0.3 to
+//     4.2 % from the model's).
+func heldUp(m *trace.Trace) *hold {
 	p := m.Spec.Params
-	if m.Summary.NrThrottled > 0 || m.Latency == nil || p == nil {
-		return 0, bound
+	if m.Summary.NrThrottled > 0 || m.Latency == nil || p == nil || m.Summary.WallNs <= 0 ||
+		len(m.Latency.Samples) == 0 || int64(len(m.Latency.Samples)) != m.Latency.Count {
+		return nil
 	}
-	ofWallTime := p.Bursty != nil && p.Bursty.On > 0 || p.Periodic != nil && p.Periodic.Burn > 0
-	if n := p.Threads(); ofWallTime || n < 1 || n > m.Host.CPUs {
-		return 0, bound
+	if n := p.Threads(); n < 1 || n > m.Host.CPUs {
+		return nil
 	}
-	for _, op := range m.Latency.Samples {
-		if op.CPUNs > 0 {
-			held = max(held, time.Duration(op.WallNs-op.CPUNs))
+	var its time.Duration // an operation of wall time: how long it spins
+	switch {
+	case p.Bursty != nil && p.Bursty.On > 0:
+		its = p.Bursty.On
+	case p.Periodic != nil && p.Periodic.Burn > 0:
+		its = p.Periodic.Burn
+	}
+	h := &hold{}
+	samples := slices.Clone(m.Latency.Samples)
+	for i, op := range samples {
+		if op.CPUNs <= 0 {
+			return nil
 		}
+		wait := max(op.WallNs-op.CPUNs, 0)
+		held := wait
+		if its > 0 {
+			h.lost += time.Duration(wait)
+			held = min(wait, max(op.WallNs-int64(its), 0))
+		}
+		h.longest = max(h.longest, time.Duration(held))
+		samples[i].WallNs -= held
 	}
-	return held, bound
+	without := *m
+	without.Latency = &trace.Latency{Op: m.Latency.Op, Count: m.Latency.Count, Samples: samples}
+	pct, err := without.Latency.Percentiles()
+	if err != nil {
+		return nil
+	}
+	without.Summary.LatencyNs = pct
+	without.Summary.CPURatio += float64(h.lost) / float64(m.Summary.WallNs)
+	h.without = &without
+	return h
+}
+
+// hold is what other work took from a measured run's operations
+// (heldUp).
+type hold struct {
+	longest time.Duration // the most it lengthened one operation
+	lost    time.Duration // the CPU time operations of wall time did not get
+	without *trace.Trace  // the run without it
+}
+
+// setAside says why a measured run that disagrees with its simulation s
+// is not judged: other work held its operations up where nothing of the
+// limit could, and without that it agrees (heldUp); "" when it is
+// judged. A run that agrees all the same is judged, and so is one whose
+// disagreement other work does not account for.
+func setAside(m, s *trace.Trace, figs []suite.Figure) string {
+	if suite.Agrees(figs) {
+		return ""
+	}
+	h := heldUp(m)
+	if h == nil {
+		return ""
+	}
+	without := suite.Agree(h.without, s)
+	if !suite.Agrees(without) {
+		return ""
+	}
+	return fmt.Sprintf("other work held its operations up where nothing of the limit could: one by %v, and %v of CPU time not given to those of wall time; without that it agrees: %s",
+		h.longest, h.lost, figureLine(without))
 }
 
 // settled says whether another run could change the judgement: every
@@ -243,40 +309,81 @@ func figureLine(figs []suite.Figure) string {
 	return strings.Join(parts, ", ")
 }
 
-// heldUp tells other work from the limit only where the limit cannot
-// have held an operation: the CI run's burst-20ms (30 ms bursts, none
-// throttled, one 38 ms) is held 8 ms, beyond its 7.6 ms; throttled, with
-// more threads than CPUs, or bursts of wall time, nothing is told.
-func TestHeldUp(t *testing.T) {
-	ms := int64(time.Millisecond)
-	run := func(threads, cpus int, throttled int64, walls ...int64) *trace.Trace {
-		tr := &trace.Trace{Host: trace.Host{CPUs: cpus}, Spec: trace.Spec{Params: &trace.Params{Bursty: &trace.BurstyParams{Threads: threads, OnCPU: 30 * time.Millisecond}}},
-			Latency: &trace.Latency{}}
+// setAside sets aside a run that disagrees only where other work held
+// its operations up where nothing of the limit could, and the run agrees
+// without that: the CI run's burst-20ms (30 ms bursts of CPU time, none
+// throttled, one 38 ms, where the model had 30), and aggressive-cfs's 5
+// ms burns of wall time, one of which took 6.8 ms and the run 13 % less
+// CPU than the model. A hold that does not account for the disagreement,
+// a throttled run, more threads than CPUs, or operations not all kept:
+// judged.
+func TestSetAside(t *testing.T) {
+	ms := time.Millisecond
+	// run: the measured trace, one operation per wall time (wall less
+	// CPU: the wait), as bursts of 30 ms of CPU by default.
+	run := func(threads, cpus int, throttled int64, walls ...time.Duration) *trace.Trace {
+		tr := &trace.Trace{Host: trace.Host{CPUs: cpus}, Spec: trace.Spec{Params: &trace.Params{Bursty: &trace.BurstyParams{Threads: threads, OnCPU: 30 * ms}}},
+			Latency: &trace.Latency{Count: int64(len(walls))}}
 		for _, w := range walls {
-			tr.Latency.Samples = append(tr.Latency.Samples, trace.Sample{WallNs: w * ms / 10, CPUNs: 30 * ms})
+			tr.Latency.Samples = append(tr.Latency.Samples, trace.Sample{WallNs: int64(w), CPUNs: int64(30 * ms)})
 		}
 		tr.Summary.NrThrottled = throttled
-		tr.Summary.LatencyNs = &trace.Percentiles{P99: slices.Max(walls) * ms / 10}
+		tr.Summary.WallNs = int64(10 * time.Second)
+		tr.Summary.CPURatio = 0.05
+		var err error
+		if tr.Summary.LatencyNs, err = tr.Latency.Percentiles(); err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	// sim: the simulation, every operation p99 long.
+	sim := func(cpu float64, p99 time.Duration) *trace.Trace {
+		return &trace.Trace{Summary: trace.Summary{CPURatio: cpu, LatencyNs: &trace.Percentiles{P99: int64(p99), P999: int64(p99)}}}
+	}
+	// burns: aggressive-cfs's sleep5000-quota, three 5 ms burns of wall
+	// time in 15 s, one held 1.83 ms at its end.
+	burns := func() *trace.Trace {
+		tr := run(1, 2, 0, 5*ms, 6830*time.Microsecond, 5*ms)
+		tr.Spec.Params = &trace.Params{Periodic: &trace.PeriodicParams{Threads: 1, Burn: 5 * ms, Iterations: 3}}
+		for i := range tr.Latency.Samples {
+			tr.Latency.Samples[i].CPUNs = int64(5 * ms)
+		}
+		tr.Summary.WallNs = int64(15 * time.Second)
+		tr.Summary.CPURatio = 0.001
 		return tr
 	}
 	for _, tc := range []struct {
-		name        string
-		tr          *trace.Trace
-		held, bound time.Duration
+		name     string
+		m, s     *trace.Trace
+		setAside bool
 	}{
-		{"the CI run", run(1, 2, 0, 300, 305, 380), 8 * time.Millisecond, 7600 * time.Microsecond},
-		{"a quiet run", run(1, 2, 0, 300, 312, 321), 2100 * time.Microsecond, 6420 * time.Microsecond},
-		{"throttled", run(1, 2, 3, 300, 1100), 0, 22 * time.Millisecond},
-		{"more threads than CPUs", run(4, 2, 0, 300, 600), 0, 12 * time.Millisecond},
-		{"bursts of wall time", func() *trace.Trace {
-			tr := run(1, 2, 0, 300, 380)
-			tr.Spec.Params.Bursty.On, tr.Spec.Params.Bursty.OnCPU = 30*time.Millisecond, 0
+		{"the CI run", run(1, 2, 0, 30*ms, 30500*time.Microsecond, 38*ms), sim(0.05, 30*ms), true},
+		{"held, yet the model is off", run(1, 2, 0, 30*ms, 31200*time.Microsecond, 38*ms), sim(0.05, 20*ms), false},
+		{"held, agreeing", run(1, 2, 0, 30*ms, 36*ms), sim(0.05, 31*ms), false},
+		{"held, the CPU off", run(1, 2, 0, 30*ms, 38*ms), sim(0.06, 30*ms), false},
+		{"throttled", run(1, 2, 3, 30*ms, 38*ms), sim(0.05, 30*ms), false},
+		{"more threads than CPUs", run(4, 2, 0, 30*ms, 38*ms), sim(0.05, 30*ms), false},
+		{"not every operation kept", func() *trace.Trace {
+			tr := run(1, 2, 0, 30*ms, 38*ms)
+			tr.Latency.Count = 500
 			return tr
-		}(), 0, 7600 * time.Microsecond},
+		}(), sim(0.05, 30*ms), false},
+		{"burns of wall time", burns(), sim(0.00112, 5*ms), true},
+		{"burns of wall time, the CPU further off", burns(), sim(0.0013, 5*ms), false},
 	} {
-		held, bound := heldUp(tc.tr)
-		if held != tc.held || bound != tc.bound {
-			t.Errorf("%s: held up %v (bound %v), want %v (%v)", tc.name, held, bound, tc.held, tc.bound)
+		figs := suite.Agree(tc.m, tc.s)
+		why := setAside(tc.m, tc.s, figs)
+		if (why != "") != tc.setAside {
+			t.Errorf("%s (%s): set aside %q, want set aside %v", tc.name, figureLine(figs), why, tc.setAside)
 		}
+	}
+	// What the hold took: the CI run's one burst 8 ms; the burns' one
+	// 1.83 ms at its end, 1.83 ms of CPU.
+	if h := heldUp(run(1, 2, 0, 30*ms, 30500*time.Microsecond, 38*ms)); h == nil || h.longest != 8*ms || h.lost != 0 || h.without.Summary.LatencyNs.P99 != int64(30*ms) {
+		t.Errorf("the CI run: held %+v, want 8ms, nothing lost, p99 30ms without it", h)
+	}
+	if h := heldUp(burns()); h == nil || h.longest != 1830*time.Microsecond || h.lost != 1830*time.Microsecond ||
+		h.without.Summary.LatencyNs.P99 != int64(5*ms) || math.Abs(h.without.Summary.CPURatio-0.001122) > 1e-9 {
+		t.Errorf("burns: held %+v, want 1.83ms, 1.83ms lost, p99 5ms and 0.001122 CPUs without it", h)
 	}
 }
