@@ -172,8 +172,14 @@ test-checks:
 
 # test-compile builds every test binary with the race detector (and runs
 # none of their tests), so that test-unit finds them in the build cache.
+# As for the node's build (test/kubernetes/build/build.sh), the compiler
+# runs without garbage collection until its heap reaches 3 GiB: from an
+# empty build cache, alone on 2 CPUs, 212 s (390 s of CPU) against 257 s
+# (483 s) with the collector's default, and the largest process 1.3 GB of
+# memory against 0.4 (2026-11-30). Only here: the test binaries this runs
+# run no test, where test-unit's measure.
 test-compile: native
-	$(GO) test -race -count=1 -run '^$$' ./... >/dev/null
+	GOGC=off GOMEMLIMIT=3GiB $(GO) test -race -count=1 -run '^$$' ./... >/dev/null
 
 LEFTOVERS := build/leftovers.before
 leftovers-before:
