@@ -140,13 +140,15 @@ deps:
 # 1,700 s of CPU on 2 CPUs, of which the node's build 1,000 (2026-11-30,
 # caches emptied, packages installed: test-untimed 934 s, the node's
 # build all of it; beside it the race build 482 s, vet 42, the preload
-# tests 69, fuzzing 226; on 2026-11-25 the node's build took 503 s and
-# 461 s of CPU, the machines' speed varies by two). With the builds
-# cached, test-untimed takes 140 to 170 s; test-unit 1,100 to 1,200 s,
-# most of it the tests that measure (the suites measured and simulated,
-# the recommender's reruns, the fleet's three minutes under Prometheus,
-# the Kubernetes node); the guest 200 to 360 s. README.md gives the
-# totals.
+# tests 69, fuzzing 226; at 21:25 UTC, the compilers' garbage
+# collection held off (test-compile, build.sh), test-untimed 876 s, the
+# node's build with its downloads all of it; on 2026-11-25 the node's
+# build took 503 s and 461 s of CPU, the machines' speed varies by two).
+# With the builds cached, test-untimed takes 140 to 170 s; test-unit
+# 1,100 to 1,200 s, most of it the tests that measure (the suites
+# measured and simulated, the recommender's reruns, the fleet's three
+# minutes under Prometheus, the Kubernetes node); the guest 200 to 360 s.
+# README.md gives the totals.
 # It prints how long each phase took, for the figures above.
 test:
 	@t0=$$(date +%s); \
@@ -195,9 +197,10 @@ leftovers-after:
 # and helm with the Prometheus Operator's ServiceMonitor and PrometheusRule
 # CRDs (the chart's tests: test/deploy, test/kubernetes) from the Go module
 # proxy, once per machine: into
-# $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/k8s-<version>/ the first time: 5
-# minutes alone on 2 cores with the modules downloaded, 8 to 16 beside the rest
-# of make test's builds with the downloads; nothing after
+# $${XDG_CACHE_HOME:-~/.cache}/cfsprobe/k8s-<version>/ the first time: 4
+# to 8 minutes alone on 2 cores with the modules downloaded (8 on
+# 2026-11-30), 8 to 16 beside the rest of make test's builds with the
+# downloads; nothing after
 # (test/kubernetes/build/build.sh).
 k8s-bins:
 	@command -v $(CC) >/dev/null || $(MAKE) deps
