@@ -313,8 +313,8 @@ func figureLine(figs []suite.Figure) string {
 // its operations up where nothing of the limit could, and the run agrees
 // without that: the CI run's burst-20ms (30 ms bursts of CPU time, none
 // throttled, one 38 ms, where the model had 30), and aggressive-cfs's 5
-// ms burns of wall time, one of which took 6.8 ms and the run 13 % less
-// CPU than the model. A hold that does not account for the disagreement,
+// ms burns of wall time, one of which took 6.8 ms, in a run whose model
+// used 13 % more CPU. A hold that does not account for the disagreement,
 // a throttled run, more threads than CPUs, or operations not all kept:
 // judged.
 func TestSetAside(t *testing.T) {
