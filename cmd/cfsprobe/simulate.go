@@ -44,7 +44,7 @@ func (f *simFlags) add(fl *pflag.FlagSet) {
 	fl.Lookup("event-cpu-quantiles").DefValue = ""
 	fl.DurationVar(&f.costs.Start, "start-cpu", 0, "CPU time of the workload process's start, before its clock starts (default: 1ms; suite --compare: each measured run's)")
 	fl.DurationVar(&f.costs.Exit, "exit-cpu", 0, "CPU time of the workload process's exit, after its last operation (default: none; suite --compare: each measured run's)")
-	fl.DurationVar(&f.costs.Thread, "thread-cpu", 0, "CPU time each of the workload's threads costs beside its operations and sleeps, its making, end and join, burnt after its last operation (default: none; suite --compare: measured on this host)")
+	fl.DurationVar(&f.costs.Thread, "thread-cpu", 0, "CPU time each of the workload's threads costs beside its operations and sleeps, its making, end and join, burnt before its first operation (default: none; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.Wake, "wake-cpu", 0, "CPU time a thread spends around each sleep (default: none; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.SleepLate, "sleep-late", 0, "how late a sleep ends: the timer's slack and the wake-up (default: "+sim.DefaultSleepLate.String()+"; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.WakeLong, "wake-cpu-long", 0, "CPU time a thread spends around a sleep of 1s or more, interpolated from --wake-cpu's at 1ms on a log scale of the sleep (default: --wake-cpu's; suite --compare: measured on this host)")

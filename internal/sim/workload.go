@@ -290,10 +290,15 @@ type Costs struct {
 	SleepLate time.Duration
 	// Thread is what a thread costs beside its program and its
 	// wake-ups: its making, its end and the join (under emulation also
-	// the first translation of its code), burnt by each thread after its
-	// program: its first operation begins soon after the workload's clock
-	// starts (0.1 ms on this host, 0.5 ms in the qemu guest, where this
-	// cost is 1.3 to 2.6 ms).
+	// the first translation of its code), burnt by each thread before its
+	// program, where the kernel charges most of it: in the period of
+	// the workload's first operation, measured on 2026-11-30, a thread of
+	// bursty --on-cpu 30ms used 0.16 to 0.18 ms beside the start and the
+	// operation on this host and 2.3 to 3.5 ms in the qemu guest, of a
+	// cost (suite.MeasureCosts) of 0.15 to 0.2 ms and 2.6 to 3.8 ms. (Burnt after the program,
+	// as it was, the first period of the guest's burst suite used 2.5 to
+	// 3.5 ms less than the kernel's, which throttled it, and every burst
+	// after it came a period later than the model's.)
 	Thread time.Duration
 	// Wake is a wake-up's after a sleep of ShortSleep or less, WakeLong
 	// after one of LongSleep or more (0: Wake).
@@ -424,21 +429,24 @@ func BuiltinThreads(spec trace.Spec, usable []int, c Costs) ([]Thread, error) {
 	}
 	// Each wake-up from a sleep costs its thread; the process starts: the
 	// first thread burns its start, the others begin when it would be
-	// done; each thread burns its own cost after its program, and the
-	// one whose program ends last the process's exit.
+	// done; each thread burns its own cost before its program (Costs.Thread),
+	// and the one whose program ends last the process's exit.
 	live := n
 	for i := range behaviours {
 		if c.Wake > 0 || c.WakeLong > 0 {
 			behaviours[i] = &waking{costs: c, then: behaviours[i]}
 		}
-		if c.Thread > 0 || c.Exit > 0 {
-			behaviours[i] = &ending{thread: c.Thread, exit: c.Exit, live: &live, then: behaviours[i]}
+		if c.Exit > 0 {
+			behaviours[i] = &ending{exit: c.Exit, live: &live, then: behaviours[i]}
 		}
-		if i == 0 {
-			behaviours[i] = &starting{first: Step{Kind: Burn, CPU: c.Start}, then: behaviours[i]}
-		} else {
-			behaviours[i] = &starting{first: Step{Kind: Sleep, Until: c.Start}, then: behaviours[i]}
+		first := []Step{{Kind: Burn, CPU: c.Start}}
+		if i > 0 {
+			first[0] = Step{Kind: Sleep, Until: c.Start}
 		}
+		if c.Thread > 0 {
+			first = append(first, Step{Kind: Burn, CPU: c.Thread})
+		}
+		behaviours[i] = &starting{first: first, then: behaviours[i]}
 	}
 	var pin []int
 	if pw, ok := w.(workload.Pinned); ok {
@@ -454,32 +462,32 @@ func BuiltinThreads(spec trace.Spec, usable []int, c Costs) ([]Thread, error) {
 	return threads, nil
 }
 
-// starting is a thread that takes a first step (the process's start)
-// before its program.
+// starting is a thread that takes its first steps before its program:
+// the process's start (the first thread burns it, the others sleep
+// until it is done) and the thread's own cost.
 type starting struct {
-	first Step
+	first []Step
 	then  Behavior
-	done  bool
 }
 
 func (t *starting) Next(now time.Duration, rng *rand.Rand) Step {
-	if !t.done {
-		t.done = true
-		return t.first
+	if len(t.first) > 0 {
+		s := t.first[0]
+		t.first = t.first[1:]
+		return s
 	}
 	return t.then.Next(now, rng)
 }
 
-// ending is a thread that burns its own cost (thread) after its
-// program, and the process's exit (exit) when its program is the last to
-// end: the main thread joins the workers, reports and exits. live counts
-// the process's threads whose program has not ended.
+// ending is a thread that burns the process's exit (exit) after its
+// program when its program is the last to end: the main thread joins the
+// workers, reports and exits. live counts the process's threads whose
+// program has not ended.
 type ending struct {
-	thread, exit time.Duration
-	live         *int
-	then         Behavior
-	tail         []Step // what it burns before it exits, once its program ended
-	ended        bool
+	exit  time.Duration
+	live  *int
+	then  Behavior
+	ended bool
 }
 
 func (t *ending) Next(now time.Duration, rng *rand.Rand) Step {
@@ -489,19 +497,11 @@ func (t *ending) Next(now time.Duration, rng *rand.Rand) Step {
 			return s
 		}
 		t.ended = true
-		if t.thread > 0 {
-			t.tail = append(t.tail, Step{Kind: Burn, CPU: t.thread})
-		}
-		if *t.live--; *t.live == 0 && t.exit > 0 {
-			t.tail = append(t.tail, Step{Kind: Burn, CPU: t.exit})
+		if *t.live--; *t.live == 0 {
+			return Step{Kind: Burn, CPU: t.exit}
 		}
 	}
-	if len(t.tail) == 0 {
-		return Step{Kind: Exit}
-	}
-	s := t.tail[0]
-	t.tail = t.tail[1:]
-	return s
+	return Step{Kind: Exit}
 }
 
 // waking is a thread that burns a wake-up's CPU time (Costs.WakeAfter)

@@ -399,7 +399,7 @@ func TestWithRunOf(t *testing.T) {
 
 // TestExitCost: the process's exit is burned by the thread whose program
 // ends last, after it, and by no other; each thread burns its own cost
-// after its program.
+// before its program.
 func TestExitCost(t *testing.T) {
 	spec := specOf(t, "periodic", "--threads", "3", "--burn-cpu", "2ms", "--sleep", "1ms", "--iterations", "2")
 	th, err := BuiltinThreads(spec, []int{0, 1}, Costs{Start: testStart, Exit: 5 * ms, Thread: ms})
@@ -417,15 +417,15 @@ func TestExitCost(t *testing.T) {
 	for _, o := range res.Ops {
 		lastOp = max(lastOp, o.StartNs+o.WallNs)
 	}
-	if res.EndNs-lastOp < int64(6*ms) {
-		t.Errorf("the last operation ended %v before the process, want its thread's 1ms and the exit's 5ms at least", time.Duration(res.EndNs-lastOp))
+	if res.EndNs-lastOp < int64(5*ms) {
+		t.Errorf("the last operation ended %v before the process, want the exit's 5ms at least", time.Duration(res.EndNs-lastOp))
 	}
 	var firstOp int64 = res.EndNs
 	for _, o := range res.Ops {
 		firstOp = min(firstOp, o.StartNs)
 	}
-	if firstOp != int64(testStart) {
-		t.Errorf("the first operation began at %v, want at the start's end, %v", time.Duration(firstOp), testStart)
+	if want := testStart + ms; firstOp != int64(want) {
+		t.Errorf("the first operation began at %v, want after the start and its thread's own cost, %v", time.Duration(firstOp), want)
 	}
 }
 

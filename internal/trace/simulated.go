@@ -59,7 +59,8 @@ type Simulated struct {
 	// StartCPUNs, ExitCPUNs, ThreadCPUNs and WakeCPUNs are the CPU time
 	// of the built-in workload's process's start (before its clock), of
 	// its exit (after its last operation), of each of its threads beside
-	// its operations (its making and end) and of a thread's wake-up from a sleep that the simulation charged,
+	// its operations (its making and end, charged before its first) and of
+	// a thread's wake-up from a sleep that the simulation charged,
 	// WakeLongCPUNs that of a wake-up from a sleep of a second or more
 	// (absent: as WakeCPUNs; between, interpolated on a log scale of the
 	// sleep: sim.Costs.WakeAfter): given (cfsprobe simulate --start-cpu,
