@@ -291,7 +291,7 @@ type Costs struct {
 	// Thread is what a thread costs beside its program and its
 	// wake-ups: its making, its end and the join (under emulation also
 	// the first translation of its code), burnt by each thread before its
-	// program, where the kernel charges most of it: in the period of
+	// program, where the kernel charges most of it: in the periods of
 	// the workload's first operation, measured on 2026-11-30, a thread of
 	// bursty --on-cpu 30ms used 0.16 to 0.18 ms beside the start and the
 	// operation on this host and 2.3 to 3.5 ms in the qemu guest, of a
