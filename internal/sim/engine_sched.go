@@ -177,10 +177,19 @@ func (e *engine) armCompletion(ci int32) {
 		at = max(t.until, start)
 	}
 	if t.kind == Burn && t.polls {
+		// Its next read of its CPU clock charges what it ran uncharged:
+		// at once when that is all its local runtime (a wake-up's cost
+		// burnt before the burn), so that the charge asks the pool.
 		uncharged := e.now - c.lastCharge
 		for l := 0; l < e.levels; l++ {
-			if rq := &c.rq[l]; e.bw[l].quota > 0 && rq.remaining-uncharged > 0 {
-				at = min(at, e.now+rq.remaining-uncharged)
+			rq := &c.rq[l]
+			if e.bw[l].quota == 0 || rq.throttled {
+				continue
+			}
+			if left := rq.remaining - uncharged; left > 0 {
+				at = min(at, e.now+left)
+			} else if uncharged > 0 {
+				at = min(at, start)
 			}
 		}
 	}
@@ -393,10 +402,18 @@ func (e *engine) recheck(ci int32) {
 	}
 	e.charge(ci)
 	e.updateMinV(ci)
-	if e.checkRuntime(ci) || len(c.queue) == 0 {
+	if e.checkRuntime(ci) {
 		return
 	}
 	t := &e.threads[c.cur]
+	if t.kind == Burn && t.polls {
+		// The charge may have topped its local runtime up.
+		e.progress(ci)
+		e.armCompletion(ci)
+	}
+	if len(c.queue) == 0 {
+		return
+	}
 	if t.ran+max(e.now-c.runStart, 0)-c.picked >= e.timeslice(1+len(c.queue)) {
 		e.preempt(ci)
 	}
