@@ -141,7 +141,7 @@ deps:
 # caches emptied, packages installed: test-untimed 934 s, the node's
 # build all of it; beside it the race build 482 s, vet 42, the preload
 # tests 69, fuzzing 226; at 21:25 UTC, the compilers' garbage
-# collection held off (test-compile, build.sh), test-untimed 876 s, the
+# collection held off (BUILD_GC), test-untimed 876 s, the
 # node's build with its downloads all of it; on 2026-11-25 the node's
 # build took 503 s and 461 s of CPU, the machines' speed varies by two).
 # With the builds cached, test-untimed takes 140 to 170 s; test-unit

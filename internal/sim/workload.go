@@ -291,14 +291,10 @@ type Costs struct {
 	// Thread is what a thread costs beside its program and its
 	// wake-ups: its making, its end and the join (under emulation also
 	// the first translation of its code), burnt by each thread before its
-	// program, where the kernel charges most of it: in the periods of
-	// the workload's first operation, measured on 2026-11-30, a thread of
-	// bursty --on-cpu 30ms used 0.16 to 0.18 ms beside the start and the
-	// operation on this host and 2.3 to 3.5 ms in the qemu guest, of a
-	// cost (suite.MeasureCosts) of 0.15 to 0.2 ms and 2.6 to 3.8 ms. (Burnt after the program,
-	// as it was, the first period of the guest's burst suite used 2.5 to
-	// 3.5 ms less than the kernel's, which throttled it, and every burst
-	// after it came a period later than the model's.)
+	// program, where the kernel charges most of it: in the periods of the
+	// workload's first operation (docs/simulate.md, measured on
+	// 2026-11-30), 0.16 to 0.18 ms of a cost of 0.15 to 0.2 ms on this
+	// host, 2.3 to 3.5 ms of 2.6 to 3.8 ms in the qemu guest.
 	Thread time.Duration
 	// Wake is a wake-up's after a sleep of ShortSleep or less, WakeLong
 	// after one of LongSleep or more (0: Wake).

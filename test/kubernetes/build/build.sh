@@ -39,8 +39,7 @@ done
 # against 127, test/deploy 51 against 55 (2026-11-25).
 gcflags="all=-N -l"
 # make k8s-bins runs this with the compiler's garbage collection held off
-# (the Makefile's BUILD_GC: 484 s and 915 s of CPU instead of 578 s and
-# 1,100 s from an empty build cache, 2026-11-30).
+# (the Makefile's BUILD_GC, which gives the figures).
 operator=github.com/prometheus-operator/prometheus-operator@v0.85.0
 stamp=$({ cat "$here/go.mod" "$here/go.sum" "$here/cni/go.mod" "$here/cni/go.sum"; echo "$kflags $hflags $gcflags $operator"; } | sha256sum | cut -c1-16)
 bins="kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd helm loopback ptp host-local pause"
