@@ -36,9 +36,21 @@ import (
 // CFSPROBE_REQUIRE_CGROUPS=1).
 //
 // Under emulation (the qemu guest: test/vm/run.sh sets
-// CFSPROBE_EMULATED=1) the guest's own kernel work counts as other
-// work and the model is not of emulated timers: the agreement is logged,
-// not judged (bench/RESULTS.md, "The cgroup v2 guest").
+// CFSPROBE_EMULATED=1) the same judgement holds, with three differences.
+// The lab's own reader costs some ten times this host's there (about a
+// millisecond a reading, 0.15 to 0.2 of a CPU at its 10 ms interval,
+// beside the guest's 0.01 when idle), and counts as other work beside a
+// workload that may run on every CPU (aggressive-cfs, threads-2x and
+// -4x): such a scenario is disturbed in every measurement, so one
+// disturbed measurement settles it, and a suite whose scenarios are
+// mostly disturbed is logged, not failed. The workloads pinned to a CPU
+// of their own, which the reader keeps off, are judged as on this host,
+// on up to three undisturbed measurements (emulatedClean): the guest's
+// costs and its timers move from run to run, and two scenarios have
+// their demand at the quota, where a tenth of a millisecond decides
+// whether a period is throttled (B-moderate: 3 to 6 % of its periods
+// throttled in the guest, 1 to 9 % in the model on those runs' clocks;
+// bench/RESULTS.md, "The cgroup v2 guest").
 type agreement struct {
 	t         *testing.T
 	suite     string
@@ -48,13 +60,24 @@ type agreement struct {
 // scenarioJudgement is what the undisturbed measurements of one scenario
 // said.
 type scenarioJudgement struct {
-	clean  int            // undisturbed measurements judged
-	agreed bool           // one of them agreed
-	last   []suite.Figure // the last one's figures
+	clean     int            // undisturbed measurements judged
+	disturbed int            // measurements not judged
+	agreed    bool           // one of them agreed
+	last      []suite.Figure // the last one's figures
 }
 
-// settled: another measurement could not change the judgement.
-func (j *scenarioJudgement) settled() bool { return j.agreed || j.clean >= 2 }
+// settled: another measurement could not change the judgement (under
+// emulation, neither could one more of a scenario the guest disturbed).
+func (j *scenarioJudgement) settled() bool {
+	if emulated() {
+		return j.agreed || j.clean >= emulatedClean || j.clean == 0 && j.disturbed > 0
+	}
+	return j.agreed || j.clean >= 2
+}
+
+// emulatedClean is how many undisturbed measurements that disagree
+// settle a scenario under emulation (attempts: every one the test makes).
+const emulatedClean = attempts
 
 func newAgreement(t *testing.T, suiteName string) *agreement {
 	return &agreement{t: t, suite: suiteName, scenarios: map[string]*scenarioJudgement{}}
@@ -94,10 +117,12 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 		}
 		figs := suite.Agree(m, s)
 		if m.Summary.OthersBusyCPUs == nil || m.Summary.Disturbed() {
+			j.disturbed++
 			a.t.Logf("%s/%s: disturbed (other work: %s), not judged: %s", a.suite, name, report.OthersBusy(m.Summary), figureLine(figs))
 			continue
 		}
 		if why := setAside(m, s, figs); why != "" {
+			j.disturbed++
 			a.t.Logf("%s/%s: disturbed (%s), not judged: %s", a.suite, name, why, figureLine(figs))
 			continue
 		}
@@ -210,13 +235,9 @@ func setAside(m, s *trace.Trace, figs []suite.Figure) string {
 		h.longest, h.lost, figureLine(without))
 }
 
-// settled says whether another run could change the judgement: every
-// scenario agreed or disagreed twice undisturbed. Under emulation, where
-// nothing is judged, it is settled at once.
+// settled says whether another run could change the judgement of any
+// scenario (scenarioJudgement's settled).
 func (a *agreement) settled() bool {
-	if emulated() {
-		return true
-	}
 	for _, j := range a.scenarios {
 		if !j.settled() {
 			return false
@@ -229,10 +250,6 @@ func (a *agreement) settled() bool {
 // all disagree with the simulation.
 func (a *agreement) judge() {
 	a.t.Helper()
-	if emulated() {
-		a.t.Logf("%s: under emulation the simulator's agreement is logged, not judged", a.suite)
-		return
-	}
 	judged, unjudged := 0, 0
 	var errs []string
 	for _, name := range slices.Sorted(maps.Keys(a.scenarios)) {
@@ -248,7 +265,13 @@ func (a *agreement) judge() {
 		}
 	}
 	a.t.Logf("%s: %d scenarios judged against the simulator, %d not (disturbed)", a.suite, judged, unjudged)
-	if unjudged > judged {
+	switch {
+	case unjudged <= judged:
+	case emulated():
+		// The guest's reader, not a neighbour: the scenarios it left
+		// undisturbed are judged all the same.
+		a.t.Logf("%s: under emulation %d of %d scenarios got no undisturbed measurement (the lab's reader costs some ten times this host's there: their figures above)", a.suite, unjudged, judged+unjudged)
+	default:
 		msg := fmt.Sprintf("%s: the machine was too busy to judge the simulator: %d of %d scenarios got no undisturbed measurement", a.suite, unjudged, judged+unjudged)
 		if testenv.Required() {
 			a.t.Error(msg)

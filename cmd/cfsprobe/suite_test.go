@@ -285,17 +285,28 @@ func TestSuiteAggressiveCFS(t *testing.T) {
 	// slowest burn: one burn delayed by the machine (not throttled) fails
 	// it, and runCompared measures again; a period throttled is what the
 	// suite looks for, and is not measured again.
+	//
+	// In the qemu guest the lab's reader, in the real-time class, costs
+	// about a millisecond a reading (agreement): where it wakes on the
+	// burning thread's CPU it holds a burn up by that much:
+	// sleep1000-unlimited's slowest burn took 7 ms or more in 2 of 5
+	// measurements (2026-12-01). The p99 is not judged there; whether a
+	// period was throttled is.
 	throttled := func(e trace.Expectation) bool { return e.Metric == "nr_throttled" }
-	c := runCompared(t, nil, throttled, "aggressive-cfs", "aggressive-cfs")
+	var slow func(trace.Expectation) bool
+	if emulated() {
+		slow = func(e trace.Expectation) bool { return e.Metric == "latency_p99" }
+	}
+	c := runCompared(t, slow, throttled, "aggressive-cfs", "aggressive-cfs")
 	tr := c.traces
-	if missed := missedExpectations(tr, nil); len(missed) > 0 {
+	if missed := missedExpectations(tr, slow); len(missed) > 0 {
 		t.Errorf("aggressive-cfs missed expectations, want every one met: %v", missed)
 	}
 	if len(tr) != 6 {
 		t.Fatalf("%d traces, want 6", len(tr))
 	}
 	for n, x := range tr {
-		if p := x.Summary.LatencyNs.P99; p >= 7*ms {
+		if p := x.Summary.LatencyNs.P99; p >= 7*ms && !emulated() {
 			t.Errorf("%s: p99 burn %.2fms, want under 7ms", n, float64(p)/1e6)
 		}
 	}
