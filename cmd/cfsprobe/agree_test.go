@@ -45,7 +45,7 @@ import (
 // disturbed measurement settles it, and a suite whose scenarios are
 // mostly disturbed is logged, not failed. The workloads pinned to a CPU
 // of their own, which the reader keeps off, are judged as on this host,
-// on up to three undisturbed measurements (emulatedClean): the guest's
+// on up to four undisturbed measurements (emulatedClean): the guest's
 // costs and its timers move from run to run, and two scenarios have
 // their demand at the quota, where a tenth of a millisecond decides
 // whether a period is throttled (B-moderate: 3 to 6 % of its periods
@@ -76,8 +76,21 @@ func (j *scenarioJudgement) settled() bool {
 }
 
 // emulatedClean is how many undisturbed measurements that disagree
-// settle a scenario under emulation (attempts: every one the test makes).
-const emulatedClean = attempts
+// settle a scenario under emulation: every one the suites' tests make
+// there (suiteAttempts).
+const emulatedClean = 4
+
+// suiteAttempts is how many times the suites' tests measure a suite at
+// most (runCompared): attempts, and under emulation emulatedClean, as
+// burst's no-burst, the guest's kernel throttling 2 to 6 points more of
+// its periods than the model (bench/RESULTS.md, "The cgroup v2 guest"),
+// was within the 5 points in 5 of 7 measurements on 2026-12-01.
+func suiteAttempts() int {
+	if emulated() {
+		return emulatedClean
+	}
+	return attempts
+}
 
 func newAgreement(t *testing.T, suiteName string) *agreement {
 	return &agreement{t: t, suite: suiteName, scenarios: map[string]*scenarioJudgement{}}

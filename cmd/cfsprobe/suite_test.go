@@ -57,7 +57,7 @@ type compared struct {
 
 // runCompared runs the suite with --compare until each scenario's
 // measured run has met its expectations (but those accept takes) and the
-// agreement with the simulator is settled, at most attempts times, and
+// agreement with the simulator is settled, at most suiteAttempts times, and
 // judges the agreement. The scenarios are runs of their own, one after
 // another: a neighbour's burst that disturbs one attempt's A and the next
 // one's C leaves each met once. A missed expectation that final takes is
@@ -87,7 +87,7 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 			}
 		}
 		missed := missedExpectations(c.traces, accept)
-		if len(missed) == 0 && ag.settled() || attempt == attempts {
+		if len(missed) == 0 && ag.settled() || attempt == suiteAttempts() {
 			break
 		}
 		// A shared 2-CPU machine: a neighbour's burst shows as a slow
