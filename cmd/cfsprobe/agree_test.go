@@ -84,7 +84,7 @@ const emulatedClean = 4
 // most (runCompared): attempts, and under emulation emulatedClean, as
 // burst's no-burst, the guest's kernel throttling 2 to 6 points more of
 // its periods than the model (bench/RESULTS.md, "The cgroup v2 guest"),
-// was within the 5 points in 5 of 7 measurements on 2026-12-01.
+// was within the 5 points in 7 of 9 measurements on 2026-12-01.
 func suiteAttempts() int {
 	if emulated() {
 		return emulatedClean
