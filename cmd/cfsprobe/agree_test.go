@@ -45,7 +45,7 @@ import (
 // disturbed measurement settles it, and a suite whose scenarios are
 // mostly disturbed is logged, not failed. The workloads pinned to a CPU
 // of their own, which the reader keeps off, are judged as on this host,
-// on up to four undisturbed measurements (emulatedClean): the guest's
+// on up to four measurements (emulatedAttempts): the guest's
 // costs and its timers move from run to run, and two scenarios have
 // their demand at the quota, where a tenth of a millisecond decides
 // whether a period is throttled (B-moderate: 3 to 6 % of its periods
@@ -66,28 +66,28 @@ type scenarioJudgement struct {
 	last      []suite.Figure // the last one's figures
 }
 
-// settled: another measurement could not change the judgement (under
-// emulation, neither could one more of a scenario the guest disturbed).
+// settled: another measurement could not change the judgement. Under
+// emulation neither could one more of a scenario the guest disturbed,
+// and one that disagrees is measured as often as the test measures
+// (suiteAttempts).
 func (j *scenarioJudgement) settled() bool {
 	if emulated() {
-		return j.agreed || j.clean >= emulatedClean || j.clean == 0 && j.disturbed > 0
+		return j.agreed || j.clean == 0 && j.disturbed > 0
 	}
 	return j.agreed || j.clean >= 2
 }
 
-// emulatedClean is how many undisturbed measurements that disagree
-// settle a scenario under emulation: every one the suites' tests make
-// there (suiteAttempts).
-const emulatedClean = 4
+// emulatedAttempts is suiteAttempts under emulation.
+const emulatedAttempts = 4
 
 // suiteAttempts is how many times the suites' tests measure a suite at
-// most (runCompared): attempts, and under emulation emulatedClean, as
+// most (runCompared): attempts, and under emulation emulatedAttempts, as
 // burst's no-burst, the guest's kernel throttling 2 to 6 points more of
 // its periods than the model (bench/RESULTS.md, "The cgroup v2 guest"),
 // was within the 5 points in 7 of 9 measurements on 2026-12-01.
 func suiteAttempts() int {
 	if emulated() {
-		return emulatedClean
+		return emulatedAttempts
 	}
 	return attempts
 }
