@@ -262,6 +262,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	cpus := p.cpus()
 	busy0, busyErr := cgroup.ReadCPUTimes(p.cfg.FS, cpus)
 	busy0At := workload.ClockMono()
+	self0 := processCPU()
 	started := time.Now()
 	// If cfsprobe dies (even by SIGKILL), the workload dies with it;
 	// `cfsprobe cleanup` removes the group directory that is left.
@@ -293,6 +294,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		return nil, ErrInterrupted
 	}
 	wallNs := workload.ClockMono() - t0
+	self1 := processCPU()
 	busy1, err := cgroup.ReadCPUTimes(p.cfg.FS, cpus)
 	busySpan := workload.ClockMono() - busy0At
 	busyErr = errors.Join(busyErr, err)
@@ -333,10 +335,26 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		pr.ExitCPUNs = max(tr.Summary.UsageNs-(pr.SelfCPUNs-int64(outside)), 0)
 	}
 	if busyErr == nil && wallNs > 0 {
-		others := max(float64(cgroup.BusyBetween(busy0, busy1, time.Duration(busySpan))-time.Duration(tr.Summary.UsageNs))/float64(wallNs), 0)
+		self := self1 - self0
+		selfBusy := float64(self) / float64(wallNs)
+		tr.Summary.SelfBusyCPUs = &selfBusy
+		if cpus != nil {
+			self = 0 // not all of it on the CPUs measured
+		}
+		others := max(float64(cgroup.BusyBetween(busy0, busy1, time.Duration(busySpan))-time.Duration(tr.Summary.UsageNs)-self)/float64(wallNs), 0)
 		tr.Summary.OthersBusyCPUs = &others
 	}
 	return tr, nil
+}
+
+// processCPU is the CPU time cfsprobe's threads have used
+// (trace.Summary.SelfBusyCPUs); 0 if the clock cannot be read.
+func processCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 // cpus are the CPUs the workload may run on, for the time other work

@@ -36,6 +36,9 @@ func Summary(w io.Writer, t *trace.Trace) {
 		}
 		fmt.Fprintf(w, "others     %.2f CPUs of other work on the CPUs the run could use%s\n", *o, note)
 	}
+	if c := s.SelfBusyCPUs; c != nil {
+		fmt.Fprintf(w, "cfsprobe   %.3f CPUs of its own (reading the counters, mostly)\n", *c)
+	}
 	if t.ReaderClass == trace.ReaderFair {
 		fmt.Fprintln(w, "reader     in the fair class, not SCHED_FIFO (refused: it needs CAP_SYS_NICE, and real-time runtime in cfsprobe's cgroup where the kernel has CONFIG_RT_GROUP_SCHED): its wake-ups may have moved the group's threads between CPUs")
 	}

@@ -387,12 +387,20 @@ type Summary struct {
 	// TimelineThrottled is the number of throttled periods in the timeline.
 	TimelineThrottled int64 `json:"timeline_throttled"`
 	// OthersBusyCPUs, for a lab run, is how many CPUs other work than
-	// the group kept busy on average during the run, among the CPUs the
-	// group could run on: their busy time less the group's usage
-	// (cgroup.BusyBetween: the time they were not idle), which includes
-	// cfsprobe's own sampler (about a hundredth of a CPU). Absent from
-	// simulated and recorded traces.
+	// the group and cfsprobe kept busy on average during the run, among
+	// the CPUs the group could run on: their busy time
+	// (cgroup.BusyBetween: the time they were not idle) less the group's
+	// usage, and less cfsprobe's own (SelfBusyCPUs) when the group could
+	// run on every CPU. Absent from simulated and recorded traces.
 	OthersBusyCPUs *float64 `json:"others_busy_cpus,omitempty"`
+	// SelfBusyCPUs, for a lab run, is how many CPUs cfsprobe's own
+	// threads kept busy on average during the run: its reader of the
+	// counters, mostly, whose wake-ups a simulation compared with the run
+	// models (sim.Config.Wakeups), and so not other work. Where they may
+	// not all have been on the group's CPUs (a pinned workload, a cpuset),
+	// OthersBusyCPUs keeps them. Absent from simulated and recorded
+	// traces.
+	SelfBusyCPUs *float64 `json:"self_busy_cpus,omitempty"`
 }
 
 // DisturbedCPUs is how many CPUs other work may keep busy beside a lab

@@ -38,10 +38,8 @@
 #                        CFSPROBE_EMULATED=1: the suites' tests, which
 #                        run each suite with --compare, judge the
 #                        simulator's agreement with the guest's kernel
-#                        where the lab's reader, which costs some ten
-#                        times more under emulation, leaves a measurement
-#                        undisturbed (the pinned workloads), and log it
-#                        where it does not (cmd/cfsprobe/agree_test.go).
+#                        as on the host, on up to four measurements
+#                        (cmd/cfsprobe/agree_test.go).
 #   CFSPROBE_VM_KERNEL   kernel image (default: the newest /boot/vmlinuz-*)
 #   CFSPROBE_VM_TIMEOUT  seconds before the guest is killed (default 900)
 #   CFSPROBE_VM_BOOT_WAIT seconds for the guest's first word before it is
@@ -109,8 +107,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# 2. Static binaries.
+# 2. Static binaries, with the C workload engine and the preload library
+# they embed (make native; without them the workloads would run in Go).
 echo "test/vm: building static cfsprobe and e2e test binary"
+make --no-print-directory -C "$repo" native >/dev/null
 CGO_ENABLED=0 "$GO" build -trimpath -o "$work/cfsprobe" ./cmd/cfsprobe
 CGO_ENABLED=0 "$GO" test -c -trimpath -o "$work/cfsprobe.test" ./cmd/cfsprobe
 CGO_ENABLED=0 "$GO" test -c -trimpath -o "$work/lab.test" ./internal/lab
