@@ -147,9 +147,12 @@ deps:
 # With the builds cached, test-untimed takes 140 to 170 s; test-unit
 # 1,100 to 1,200 s, most of it the tests that measure (the suites
 # measured and simulated, the recommender's reruns, the fleet's three
-# minutes under Prometheus, the Kubernetes node); the guest 280 to 420 s
+# minutes under Prometheus, the Kubernetes node); the guest 280 to 460 s
 # (the four suites' tests measure a suite again where the model and the
-# guest's kernel part: 284 to 352 s on 2026-12-01).
+# guest's kernel part: 284 to 454 s on 2026-12-01). On a machine with
+# nothing, after make deps had installed the packages and modules
+# (2026-12-01, 06:19 UTC): test-untimed 807 s, test-unit 1,169 s, the
+# guest 430 s, 2,406 s in all.
 # README.md gives the totals.
 # It prints how long each phase took, for the figures above.
 test:

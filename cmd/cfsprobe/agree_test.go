@@ -40,10 +40,10 @@ import (
 // measurements of a suite (emulatedAttempts): the guest's costs and its
 // timers move from run to run, and two scenarios have their demand at the
 // quota, where a tenth of a millisecond decides whether a period is
-// throttled (B-moderate: 3 to 6 % of its periods throttled in the guest,
-// 1 to 9 % in the model on those runs' clocks; bench/RESULTS.md, "The
+// throttled (B-moderate: 1 to 6 % of its periods throttled in the guest,
+// 1 to 12 % in the model on those runs' clocks; bench/RESULTS.md, "The
 // cgroup v2 guest"). The lab's own reader costs some ten times this
-// host's there (0.1 to 0.2 of a CPU at its 10 ms interval), which is not
+// host's there (0.06 to 0.08 of a CPU at its 10 ms interval), which is not
 // other work (trace.Summary.SelfBusyCPUs): the model wakes it.
 type agreement struct {
 	t         *testing.T

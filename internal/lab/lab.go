@@ -262,7 +262,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	cpus := p.cpus()
 	busy0, busyErr := cgroup.ReadCPUTimes(p.cfg.FS, cpus)
 	busy0At := workload.ClockMono()
-	self0 := processCPU()
+	self0 := workload.ProcessCPU() // cfsprobe's own (trace.Summary.SelfBusyCPUs)
 	started := time.Now()
 	// If cfsprobe dies (even by SIGKILL), the workload dies with it;
 	// `cfsprobe cleanup` removes the group directory that is left.
@@ -294,7 +294,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		return nil, ErrInterrupted
 	}
 	wallNs := workload.ClockMono() - t0
-	self1 := processCPU()
+	self1 := workload.ProcessCPU()
 	busy1, err := cgroup.ReadCPUTimes(p.cfg.FS, cpus)
 	busySpan := workload.ClockMono() - busy0At
 	busyErr = errors.Join(busyErr, err)
@@ -345,16 +345,6 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		tr.Summary.OthersBusyCPUs = &others
 	}
 	return tr, nil
-}
-
-// processCPU is the CPU time cfsprobe's threads have used
-// (trace.Summary.SelfBusyCPUs); 0 if the clock cannot be read.
-func processCPU() time.Duration {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts) != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
 }
 
 // cpus are the CPUs the workload may run on, for the time other work
