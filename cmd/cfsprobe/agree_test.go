@@ -39,9 +39,10 @@ import (
 // CFSPROBE_EMULATED=1) the same judgement holds, on up to four
 // measurements of a suite (emulatedAttempts), as the guest's costs and
 // its timers move from run to run, for every scenario but bursty-limits'
-// B-moderate, which is logged (unjudgedEmulated). The lab's own reader costs some ten times this
-// host's there (0.06 to 0.08 of a CPU at its 10 ms interval), which is not
-// other work (trace.Summary.SelfBusyCPUs): the model wakes it.
+// B-moderate, which is logged (unjudgedEmulated). The lab's own reader
+// costs some ten times this host's there (0.06 to 0.08 of a CPU at its
+// 10 ms interval), which is not other work
+// (trace.Summary.SelfBusyCPUs): the model wakes it.
 type agreement struct {
 	t         *testing.T
 	suite     string
@@ -54,7 +55,6 @@ type scenarioJudgement struct {
 	clean  int            // undisturbed measurements judged
 	agreed bool           // one of them agreed
 	last   []suite.Figure // the last one's figures
-	logged bool           // not judged under emulation (unjudgedEmulated)
 }
 
 // unjudgedEmulated are the scenarios whose agreement the guest logs and
@@ -70,13 +70,16 @@ var unjudgedEmulated = map[string]string{
 	"bursty-limits/B-moderate": "demand at the quota, where the model throttles more often than the guest's kernel: 3 of 10 measurements agreed on 2026-12-01",
 }
 
+// logged says whether scenario name's agreement is logged and not
+// judged: under emulation, one of unjudgedEmulated.
+func (a *agreement) logged(name string) bool {
+	return emulated() && unjudgedEmulated[a.suite+"/"+name] != ""
+}
+
 // settled: another measurement could not change the judgement. Under
 // emulation one that disagrees is measured as often as the test
 // measures (suiteAttempts).
 func (j *scenarioJudgement) settled() bool {
-	if j.logged {
-		return true
-	}
 	if emulated() {
 		return j.agreed
 	}
@@ -135,9 +138,8 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 			}
 		}
 		figs := suite.Agree(m, s)
-		if why := unjudgedEmulated[a.suite+"/"+name]; why != "" && emulated() {
-			j.logged = true
-			a.t.Logf("%s/%s: not judged under emulation (%s): %s", a.suite, name, why, figureLine(figs))
+		if a.logged(name) {
+			a.t.Logf("%s/%s: not judged under emulation (%s): %s", a.suite, name, unjudgedEmulated[a.suite+"/"+name], figureLine(figs))
 			continue
 		}
 		if m.Summary.OthersBusyCPUs == nil || m.Summary.Disturbed() {
@@ -264,8 +266,8 @@ func setAside(m, s *trace.Trace, figs []suite.Figure) string {
 // settled says whether another run could change the judgement of any
 // scenario (scenarioJudgement's settled).
 func (a *agreement) settled() bool {
-	for _, j := range a.scenarios {
-		if !j.settled() {
+	for name, j := range a.scenarios {
+		if !a.logged(name) && !j.settled() {
 			return false
 		}
 	}
@@ -280,7 +282,7 @@ func (a *agreement) judge() {
 	var errs []string
 	for _, name := range slices.Sorted(maps.Keys(a.scenarios)) {
 		switch j := a.scenarios[name]; {
-		case j.logged:
+		case a.logged(name):
 		case j.clean == 0:
 			unjudged++
 			a.t.Logf("%s/%s: not judged: every measurement was disturbed", a.suite, name)
