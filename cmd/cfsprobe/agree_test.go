@@ -38,8 +38,7 @@ import (
 // Under emulation (the qemu guest: test/vm/run.sh sets
 // CFSPROBE_EMULATED=1) the same judgement holds, on up to four
 // measurements of a suite (emulatedAttempts), as the guest's costs and
-// its timers move from run to run, for every scenario but bursty-limits'
-// B-moderate, which is logged (unjudgedEmulated). The lab's own reader
+// its timers move from run to run. The lab's own reader
 // costs some ten times this host's there (0.06 to 0.08 of a CPU at its
 // 10 ms interval), which is not other work
 // (trace.Summary.SelfBusyCPUs): the model wakes it.
@@ -55,25 +54,6 @@ type scenarioJudgement struct {
 	clean  int            // undisturbed measurements judged
 	agreed bool           // one of them agreed
 	last   []suite.Figure // the last one's figures
-}
-
-// unjudgedEmulated are the scenarios whose agreement the guest logs and
-// does not judge, and why. bursty-limits' B-moderate has its demand at
-// its quota (50 ms on, 50 ms off under half a CPU), where a tenth of a
-// millisecond of cost decides whether a period is throttled: in the
-// guest runs of 2026-12-01 (kernel 6.1.0-57) the model throttled 1 to 13
-// % of its periods, mostly for a tenth of a millisecond each, the guest's
-// kernel 1 to 6 %, and 3 of 10 measurements agreed (11 of 12 in the runs
-// of the day before 05:00 UTC); in one CI run none of 4 did
-// (bench/RESULTS.md, "The cgroup v2 guest").
-var unjudgedEmulated = map[string]string{
-	"bursty-limits/B-moderate": "demand at the quota, where the model throttles more often than the guest's kernel: 3 of 10 measurements agreed on 2026-12-01",
-}
-
-// logged says whether scenario name's agreement is logged and not
-// judged: under emulation, one of unjudgedEmulated.
-func (a *agreement) logged(name string) bool {
-	return emulated() && unjudgedEmulated[a.suite+"/"+name] != ""
 }
 
 // settled: another measurement could not change the judgement. Under
@@ -138,10 +118,6 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 			}
 		}
 		figs := suite.Agree(m, s)
-		if a.logged(name) {
-			a.t.Logf("%s/%s: not judged under emulation (%s): %s", a.suite, name, unjudgedEmulated[a.suite+"/"+name], figureLine(figs))
-			continue
-		}
 		if m.Summary.OthersBusyCPUs == nil || m.Summary.Disturbed() {
 			a.t.Logf("%s/%s: disturbed (other work: %s), not judged: %s", a.suite, name, report.OthersBusy(m.Summary), figureLine(figs))
 			continue
@@ -266,8 +242,8 @@ func setAside(m, s *trace.Trace, figs []suite.Figure) string {
 // settled says whether another run could change the judgement of any
 // scenario (scenarioJudgement's settled).
 func (a *agreement) settled() bool {
-	for name, j := range a.scenarios {
-		if !a.logged(name) && !j.settled() {
+	for _, j := range a.scenarios {
+		if !j.settled() {
 			return false
 		}
 	}
@@ -282,7 +258,6 @@ func (a *agreement) judge() {
 	var errs []string
 	for _, name := range slices.Sorted(maps.Keys(a.scenarios)) {
 		switch j := a.scenarios[name]; {
-		case a.logged(name):
 		case j.clean == 0:
 			unjudged++
 			a.t.Logf("%s/%s: not judged: every measurement was disturbed", a.suite, name)

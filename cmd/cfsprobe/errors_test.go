@@ -231,6 +231,8 @@ func TestErrors(t *testing.T) {
 			want: []string{"--wakeups 50µs", "100µs or more"}},
 		{name: "simulate a wake-up's cost of nothing", args: []string{"simulate", "--wake-cpu", "0s", "periodic"},
 			want: []string{"--wake-cpu 0s", "such as 25us"}},
+		{name: "simulate a 50ms sleep's wake-up cost of nothing", args: []string{"simulate", "--wake-cpu-mid", "0s", "periodic"},
+			want: []string{"--wake-cpu-mid 0s", "a sleep of 50ms"}},
 		{name: "simulate a long sleep's wake-up cost of nothing", args: []string{"simulate", "--wake-cpu-long", "0s", "periodic"},
 			want: []string{"--wake-cpu-long 0s", "a sleep of 1s or more"}},
 		{name: "simulate burst before its era", args: []string{"simulate", "--kernel", "4.18", "--cpus", "0.2", "--burst", "10ms", "periodic"},

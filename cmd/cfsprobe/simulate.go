@@ -30,7 +30,7 @@ type simFlags struct {
 	kernel   string
 	hostCPUs int
 	seed     uint64
-	costs    sim.Costs // --event-cpu, --start-cpu, --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-long, --sleep-late
+	costs    sim.Costs // --event-cpu, --start-cpu, --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-mid, --wake-cpu-long, --sleep-late
 	// eventQuantiles is --event-cpu-quantiles, made costs.EventSpread by model.
 	eventQuantiles []time.Duration
 }
@@ -47,11 +47,12 @@ func (f *simFlags) add(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.costs.Thread, "thread-cpu", 0, "CPU time each of the workload's threads costs beside its operations and sleeps, its making, end and join, burnt before its first operation (default: none; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.Wake, "wake-cpu", 0, "CPU time a thread spends around each sleep (default: none; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.SleepLate, "sleep-late", 0, "how late a sleep ends: the timer's slack and the wake-up (default: "+sim.DefaultSleepLate.String()+"; suite --compare: measured on this host)")
-	fl.DurationVar(&f.costs.WakeLong, "wake-cpu-long", 0, "CPU time a thread spends around a sleep of 1s or more, interpolated from --wake-cpu's at 1ms on a log scale of the sleep (default: --wake-cpu's; suite --compare: measured on this host)")
+	fl.DurationVar(&f.costs.WakeMid, "wake-cpu-mid", 0, "CPU time a thread spends around a sleep of 50ms, interpolated on a log scale of the sleep from --wake-cpu's at 1ms to it and from it to --wake-cpu-long's (default: interpolated between those two; suite --compare: measured on this host)")
+	fl.DurationVar(&f.costs.WakeLong, "wake-cpu-long", 0, "CPU time a thread spends around a sleep of 1s or more, interpolated from --wake-cpu's at 1ms (or --wake-cpu-mid's at 50ms) on a log scale of the sleep (default: --wake-cpu's; suite --compare: measured on this host)")
 }
 
 // simFlagNames are simFlags' flags.
-var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "event-cpu-quantiles", "start-cpu", "exit-cpu", "thread-cpu", "wake-cpu", "wake-cpu-long", "sleep-late"}
+var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "event-cpu-quantiles", "start-cpu", "exit-cpu", "thread-cpu", "wake-cpu", "wake-cpu-mid", "wake-cpu-long", "sleep-late"}
 
 func newSimulateCmd() *cobra.Command {
 	f := &simulateFlags{}
@@ -220,6 +221,9 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	}
 	if c.Flags().Changed("wake-cpu") && f.costs.Wake <= 0 {
 		return "", 0, usageErr("--wake-cpu %v: give the CPU time of a thread's wake-up, such as 25us, or leave it out to measure it", f.costs.Wake)
+	}
+	if c.Flags().Changed("wake-cpu-mid") && f.costs.WakeMid <= 0 {
+		return "", 0, usageErr("--wake-cpu-mid %v: give the CPU time of a thread's wake-up from a sleep of 50ms, such as 40us, or leave it out to measure it", f.costs.WakeMid)
 	}
 	if c.Flags().Changed("wake-cpu-long") && f.costs.WakeLong <= 0 {
 		return "", 0, usageErr("--wake-cpu-long %v: give the CPU time of a thread's wake-up from a sleep of 1s or more, such as 70us, or leave it out to measure it", f.costs.WakeLong)

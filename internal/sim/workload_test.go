@@ -484,8 +484,9 @@ func TestWakeups(t *testing.T) {
 
 // TestWakeAfter: a wake-up's CPU time grows with the sleep before it,
 // from Costs.Wake at ShortSleep to Costs.WakeLong at LongSleep, on a log
-// scale between; without WakeLong every wake-up costs Wake. A periodic
-// workload's threads are charged it after each sleep.
+// scale between, through Costs.WakeMid at MidSleep where it is given;
+// without WakeLong every wake-up costs Wake, or WakeMid from MidSleep. A
+// periodic workload's threads are charged it after each sleep.
 func TestWakeAfter(t *testing.T) {
 	us := time.Microsecond
 	c := Costs{Wake: 20 * us, WakeLong: 80 * us}
@@ -499,15 +500,30 @@ func TestWakeAfter(t *testing.T) {
 	if got := (Costs{Wake: 20 * us}).WakeAfter(5 * time.Second); got != 20*us {
 		t.Errorf("without a long sleep's cost: %v after 5s, want the short one's, 20µs", got)
 	}
+	// 50 ms lies at 0.566 of the way from 1 ms to 1 s on a log scale: 54 µs
+	// interpolated; given 30 µs, the costs bend there.
+	mid := Costs{Wake: 20 * us, WakeMid: 30 * us, WakeLong: 80 * us}
+	for _, w := range []struct {
+		c           Costs
+		sleep, cost time.Duration
+	}{
+		{c, MidSleep, 54 * us}, {mid, ShortSleep, 20 * us}, {mid, 7071 * us, 25 * us}, {mid, MidSleep, 30 * us},
+		{mid, 223607 * us, 55 * us}, {mid, LongSleep, 80 * us}, {mid, 5 * time.Second, 80 * us},
+		{Costs{Wake: 20 * us, WakeMid: 30 * us}, 10 * time.Second, 30 * us},
+	} {
+		if got := w.c.WakeAfter(w.sleep); got < w.cost-us || got > w.cost+us {
+			t.Errorf("%+v, after %v of sleep: %v, want %v", w.c, w.sleep, got, w.cost)
+		}
+	}
 	// Five 1 ms burns 1 s apart, and 101 of them 1 ms apart: the group
 	// pays the start, the burns and each wake-up's cost.
 	for _, w := range []struct {
 		sleep      string
 		iterations int
 		wake       time.Duration
-	}{{"1s", 5, 80 * us}, {"1ms", 101, 20 * us}} {
+	}{{"1s", 5, 80 * us}, {"1ms", 101, 20 * us}, {"50ms", 21, 30 * us}} {
 		p, err := Prepare(Setup{Workload: "periodic", Args: []string{"--burn-cpu", "1ms", "--sleep", w.sleep, "--iterations", fmt.Sprint(w.iterations)},
-			Era: Era6_18, CPUs: 2, Limits: cgroup.Limits{Period: 100 * ms}, Costs: Costs{Start: ms, Wake: c.Wake, WakeLong: c.WakeLong}})
+			Era: Era6_18, CPUs: 2, Limits: cgroup.Limits{Period: 100 * ms}, Costs: Costs{Start: ms, Wake: mid.Wake, WakeMid: mid.WakeMid, WakeLong: mid.WakeLong}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -519,8 +535,8 @@ func TestWakeAfter(t *testing.T) {
 		if got := time.Duration(tr.Summary.UsageNs); got < want-10*us || got > want+10*us {
 			t.Errorf("%d burns %s apart: the group used %v, want %v (the start, the burns and %v per wake-up)", w.iterations, w.sleep, got, want, w.wake)
 		}
-		if tr.Spec.Simulated.WakeLongCPUNs != int64(c.WakeLong) {
-			t.Errorf("wake_long_cpu_ns %d, want %d", tr.Spec.Simulated.WakeLongCPUNs, c.WakeLong)
+		if sm := tr.Spec.Simulated; sm.WakeMidCPUNs != int64(mid.WakeMid) || sm.WakeLongCPUNs != int64(mid.WakeLong) {
+			t.Errorf("wake_mid_cpu_ns %d and wake_long_cpu_ns %d, want %d and %d", sm.WakeMidCPUNs, sm.WakeLongCPUNs, mid.WakeMid, mid.WakeLong)
 		}
 	}
 }

@@ -148,8 +148,14 @@ func (r *Result) WriteComparison(w io.Writer) error {
 			span += " to " + round(hi).String()
 		}
 		costs = fmt.Sprintf("; charging each run's start as its workload reported it (%v of CPU) and its exit, and each wake-up %v", span, time.Duration(sm.WakeCPUNs).Round(100*time.Nanosecond))
+		if sm.WakeMidCPUNs > 0 || sm.WakeLongCPUNs > 0 {
+			costs += fmt.Sprintf(" after %v of sleep", sim.ShortSleep)
+		}
+		if sm.WakeMidCPUNs > 0 {
+			costs += fmt.Sprintf(", %v after %v", time.Duration(sm.WakeMidCPUNs).Round(100*time.Nanosecond), sim.MidSleep)
+		}
 		if sm.WakeLongCPUNs > 0 {
-			costs += fmt.Sprintf(" after %v of sleep, %v after %v", sim.ShortSleep, time.Duration(sm.WakeLongCPUNs).Round(100*time.Nanosecond), sim.LongSleep)
+			costs += fmt.Sprintf(", %v after %v", time.Duration(sm.WakeLongCPUNs).Round(100*time.Nanosecond), sim.LongSleep)
 		}
 		if sm.SleepLateNs > 0 {
 			costs += fmt.Sprintf(", each sleep ending %v late", time.Duration(sm.SleepLateNs).Round(time.Microsecond))

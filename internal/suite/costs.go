@@ -15,15 +15,14 @@ import (
 
 // The runs MeasureCosts times: periodic, one thread, burns of costBurn
 // of CPU time and sleeps of sim.ShortSleep (none, or costWakes of them),
-// sim.LongSleep (costLongWakes) or costLateSleep (costLates),
-// costRounds times each.
+// sim.LongSleep (costLongWakes) or sim.MidSleep (costLates), costRounds
+// times each.
 const (
 	costBurn      = 10 * time.Microsecond
 	costWakes     = 100 // short sleeps in the run of short sleeps
 	costLongWakes = 5   // long sleeps in the run of long sleeps
-	costLateSleep = 50 * time.Millisecond
-	costLates     = 40 // sleeps of costLateSleep in the run that times them
-	costRounds    = 3  // runs of each; the median is taken
+	costLates     = 40  // sleeps of sim.MidSleep in the run that times them
+	costRounds    = 3   // runs of each; the median is taken
 )
 
 // MeasureCosts measures what a thread of the built-in workloads costs
@@ -41,9 +40,12 @@ const (
 // from a long sleep (sim.Costs.WakeAfter: caches gone cold), at least the
 // short one's: over 5 sleeps, what such a run used beyond the run of
 // none is the thread's own cost's noise (135 to 300 µs from suite to
-// suite here) as much as the wake-ups'. How late a sleep ends (sim.Costs.SleepLate) is
-// the median time between one burn's end and the next's start in a run
-// of 40 sleeps of 50 ms, less the sleep and its wake-up: the suites'
+// suite here) as much as the wake-ups'. A run of 40 sleeps of 50 ms
+// (sim.MidSleep, the suites' workloads' sleep) gives a wake-up after it,
+// as the run of short sleeps does (sim.Costs.WakeMid, kept between the
+// short one's and the long one's), and how late a sleep ends
+// (sim.Costs.SleepLate): the median time between one burn's end and the
+// next's start, less the sleep and its wake-up: the suites'
 // workloads sleep 50 ms and more, and a sleep of 1 ms ends earlier (on
 // this host 85 µs after it, the wake-up's CPU time included, where one of
 // 50 ms ends 145 to 160 µs after it: a CPU idle that long goes into a
@@ -99,26 +101,28 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 	if len(wakes) == 0 {
 		return sim.Costs{}, fmt.Errorf("measure a wake-up from a long sleep: the runs of %d sleeps of %v showed no wake-up between the process's start and its exit", costLongWakes, sim.LongSleep)
 	}
-	// The runs of costLateSleep: the time between one burn's end and
-	// the next's start.
+	// The runs of sim.MidSleep: what they used, and the time between one
+	// burn's end and the next's start.
 	var gaps []time.Duration
-	if _, err := run(costLateSleep, 1+costLates, func(tr *trace.Trace) {
+	mid, err := run(sim.MidSleep, 1+costLates, func(tr *trace.Trace) {
 		if tr.Latency != nil {
 			ops := tr.Latency.Samples // one thread's, in order
 			for i := 1; i < len(ops); i++ {
 				gaps = append(gaps, time.Duration(ops[i].StartNs-ops[i-1].StartNs-ops[i-1].WallNs))
 			}
 		}
-	}); err != nil {
-		return sim.Costs{}, fmt.Errorf("measure a sleep's lateness: %w", err)
+	})
+	if err != nil {
+		return sim.Costs{}, fmt.Errorf("measure a wake-up from a sleep of %v and its lateness: %w", sim.MidSleep, err)
 	}
 	if len(gaps) < costLates {
-		return sim.Costs{}, fmt.Errorf("measure a sleep's lateness: %d of the %d sleeps of %v were timed", len(gaps), costRounds*costLates, costLateSleep)
+		return sim.Costs{}, fmt.Errorf("measure a sleep's lateness: %d of the %d sleeps of %v were timed", len(gaps), costRounds*costLates, sim.MidSleep)
 	}
 	c := sim.Costs{Thread: max(none, 0), Wake: max((short-none)/costWakes, time.Nanosecond)}
 	c.WakeLong = max(median(wakes)-costBurn, c.Wake)
+	c.WakeMid = min(max((mid-none)/costLates, c.Wake), c.WakeLong)
 	// A gap is the sleep, its lateness and the wake-up's CPU time.
-	c.SleepLate = max(median(gaps)-costLateSleep-c.WakeAfter(costLateSleep), time.Nanosecond)
+	c.SleepLate = max(median(gaps)-sim.MidSleep-c.WakeMid, time.Nanosecond)
 	return c, nil
 }
 

@@ -25,7 +25,9 @@ func TestMeasureCosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("a thread's own %v, wake-up %v after %v of sleep, %v after %v; a sleep %v late", c.Thread, c.Wake, sim.ShortSleep, c.WakeLong, sim.LongSleep, c.SleepLate)
+	interpolated := sim.Costs{Wake: c.Wake, WakeLong: c.WakeLong}.WakeAfter(sim.MidSleep)
+	t.Logf("a thread's own %v, wake-up %v after %v of sleep, %v after %v (%v interpolated), %v after %v; a sleep %v late",
+		c.Thread, c.Wake, sim.ShortSleep, c.WakeMid, sim.MidSleep, interpolated, c.WakeLong, sim.LongSleep, c.SleepLate)
 	// The timer's slack (50 µs) and the wake-up: about 100 µs here, and
 	// some 300 µs under emulation.
 	if c.SleepLate < 20*time.Microsecond || c.SleepLate > 2*time.Millisecond {

@@ -61,10 +61,12 @@ type Simulated struct {
 	// its exit (after its last operation), of each of its threads beside
 	// its operations (its making and end, charged before its first) and of
 	// a thread's wake-up from a sleep that the simulation charged,
-	// WakeLongCPUNs that of a wake-up from a sleep of a second or more
-	// (absent: as WakeCPUNs; between, interpolated on a log scale of the
-	// sleep: sim.Costs.WakeAfter): given (cfsprobe simulate --start-cpu,
-	// --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-long), measured on
+	// WakeMidCPUNs that of a wake-up from a sleep of 50 ms and
+	// WakeLongCPUNs from one of a second or more (absent: interpolated,
+	// or as WakeCPUNs; between, interpolated on a log scale of the sleep:
+	// sim.Costs.WakeAfter): given (cfsprobe simulate --start-cpu,
+	// --exit-cpu, --thread-cpu, --wake-cpu, --wake-cpu-mid,
+	// --wake-cpu-long), measured on
 	// the host that simulated, or, beside a measured run (suite
 	// --compare), that run's start and exit (absent for replay).
 	StartCPUNs  int64 `json:"start_cpu_ns,omitempty"`
@@ -75,6 +77,7 @@ type Simulated struct {
 	// this host by suite --compare).
 	SleepLateNs   int64 `json:"sleep_late_ns,omitempty"`
 	WakeCPUNs     int64 `json:"wake_cpu_ns,omitempty"`
+	WakeMidCPUNs  int64 `json:"wake_mid_cpu_ns,omitempty"`
 	WakeLongCPUNs int64 `json:"wake_long_cpu_ns,omitempty"`
 }
 

@@ -38,9 +38,8 @@
 #                        CFSPROBE_EMULATED=1: the suites' tests, which
 #                        run each suite with --compare, judge the
 #                        simulator's agreement with the guest's kernel
-#                        as on the host, on up to four measurements,
-#                        but for bursty-limits' B-moderate, which is
-#                        logged (cmd/cfsprobe/agree_test.go).
+#                        as on the host, on up to four measurements
+#                        (cmd/cfsprobe/agree_test.go).
 #   CFSPROBE_VM_KERNEL   kernel image (default: the newest /boot/vmlinuz-*)
 #   CFSPROBE_VM_TIMEOUT  seconds before the guest is killed (default 900)
 #   CFSPROBE_VM_BOOT_WAIT seconds for the guest's first word before it is
