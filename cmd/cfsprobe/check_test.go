@@ -31,13 +31,16 @@ func checkResult(t *testing.T, r result) check.Result {
 // TestCheckLive runs the check for real. Assertions hold on a noisy
 // 2-CPU machine: the verdict (this kernel has the fixes), the evidence
 // shown, and the 30 seconds. A run made inconclusive by other load on
-// the machine is tried once more; an affected one never is.
+// the machine is tried once more, after the machine was quiet
+// (awaitQuiet), and the test is inconclusive when that one is too; an
+// affected one is never tried again.
 func TestCheckLive(t *testing.T) {
 	needCgroups(t)
 	var r result
 	var out string
 	var wall time.Duration
 	for attempt := 1; ; attempt++ {
+		awaitQuiet(t)
 		out = filepath.Join(t.TempDir(), "check")
 		start := time.Now()
 		r = cfsprobe(t, "check", "--parent", testParent, "--out", out)
@@ -47,6 +50,9 @@ func TestCheckLive(t *testing.T) {
 			continue
 		}
 		break
+	}
+	if r.code == 3 {
+		(&verdict{t: t, unjudged: "cfsprobe check answered inconclusive twice"}).settle()
 	}
 	if r.code != 0 {
 		t.Fatalf("exit %d, want 0 (not affected)\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
