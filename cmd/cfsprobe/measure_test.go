@@ -49,8 +49,12 @@ const heldMax = time.Millisecond
 // that comes while the workload runs: a CI run's 50 burns of 5 ms got
 // 191 ms of CPU, one took 7.9 ms, beside 0.03 CPUs of other work).
 func disturbedBy(tr *trace.Trace) string {
-	if tr.Summary.Disturbed() {
-		return fmt.Sprintf("other work kept %.2f CPUs busy beside it", *tr.Summary.OthersBusyCPUs)
+	if s := tr.Summary; s.Disturbed() {
+		why := fmt.Sprintf("other work kept %.2f CPUs busy beside it", *s.OthersBusyCPUs)
+		if s.StolenCPUs != nil {
+			why += fmt.Sprintf(" (%.2f the hypervisor's steal time)", *s.StolenCPUs)
+		}
+		return why
 	}
 	if h := heldUp(tr); h != nil && h.longest > heldMax {
 		return fmt.Sprintf("other work held an operation up by %v where nothing of the limit could (%v of CPU time not given to operations of wall time)", h.longest, h.lost)

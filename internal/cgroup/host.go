@@ -44,9 +44,16 @@ func OnlineCPUs(fs hostfs.FS) int {
 // 0.05 CPUs busier by those fields than by the group's usage
 // (2026-11-30). A tickless kernel measures idle time at each entry to
 // and exit from idle, exactly.
+//
+// Steal is the time the hypervisor ran something else while the CPUs
+// had work (/proc/stat's steal field, from the paravirtual clock where
+// the kernel has CONFIG_PARAVIRT_TIME_ACCOUNTING, else 0): busy time
+// that no thread was charged, and that a thread which spins for a
+// wall-clock time loses from its CPU time.
 type CPUTimes struct {
-	CPUs int
-	Idle time.Duration
+	CPUs  int
+	Idle  time.Duration
+	Steal time.Duration
 }
 
 // ReadCPUTimes reads CPUTimes from fs's /proc/stat.
@@ -67,7 +74,7 @@ func parseCPUTimes(b []byte, cpus []int) (CPUTimes, error) {
 	for _, c := range cpus {
 		want[c] = true
 	}
-	var idle int64
+	var idle, steal int64
 	found := 0
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -89,8 +96,11 @@ func parseCPUTimes(b []byte, cpus []int) (CPUTimes, error) {
 			if err != nil || v < 0 {
 				return CPUTimes{}, fmt.Errorf("/proc/stat: %s: %q: %w", fields[0], f, errSyntax)
 			}
-			if i == 3 || i == 4 { // idle, iowait
+			switch i {
+			case 3, 4: // idle, iowait
 				idle += v
+			case 7:
+				steal += v
 			}
 		}
 	}
@@ -100,7 +110,7 @@ func parseCPUTimes(b []byte, cpus []int) (CPUTimes, error) {
 	if found == 0 || len(cpus) > 0 && found < len(want) {
 		return CPUTimes{}, fmt.Errorf("/proc/stat: no line for some of CPUs %v", cpus)
 	}
-	return CPUTimes{CPUs: found, Idle: time.Duration(idle) * (time.Second / userHz)}, nil
+	return CPUTimes{CPUs: found, Idle: time.Duration(idle) * (time.Second / userHz), Steal: time.Duration(steal) * (time.Second / userHz)}, nil
 }
 
 // BusyBetween is how long the CPUs of two readings taken span apart were

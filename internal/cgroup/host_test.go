@@ -108,10 +108,10 @@ func TestCPUTimes(t *testing.T) {
 		cpus []int
 		want CPUTimes
 	}{
-		{nil, CPUTimes{2, 9090 * time.Millisecond}},         // (405 + 504) ticks of idle and iowait
-		{[]int{0}, CPUTimes{1, 4050 * time.Millisecond}},    // 400+5
-		{[]int{1}, CPUTimes{1, 5040 * time.Millisecond}},    // 500+4
-		{[]int{1, 0}, CPUTimes{2, 9090 * time.Millisecond}}, // both
+		{nil, CPUTimes{2, 9090 * time.Millisecond, 30 * time.Millisecond}},         // (405 + 504) ticks of idle and iowait, 3 of steal
+		{[]int{0}, CPUTimes{1, 4050 * time.Millisecond, 30 * time.Millisecond}},    // 400+5
+		{[]int{1}, CPUTimes{1, 5040 * time.Millisecond, 0}},                        // 500+4
+		{[]int{1, 0}, CPUTimes{2, 9090 * time.Millisecond, 30 * time.Millisecond}}, // both
 	} {
 		got, err := ReadCPUTimes(fs, c.cpus)
 		if err != nil || got != c.want {
@@ -128,7 +128,7 @@ func TestCPUTimes(t *testing.T) {
 		t.Error("a field that is not a number: want an error")
 	}
 	// Two CPUs for 2 s, idle 1.5 s of it: busy 2.5 s; never below 0.
-	a, b := CPUTimes{2, 10 * time.Second}, CPUTimes{2, 11500 * time.Millisecond}
+	a, b := CPUTimes{CPUs: 2, Idle: 10 * time.Second}, CPUTimes{CPUs: 2, Idle: 11500 * time.Millisecond}
 	if got := BusyBetween(a, b, 2*time.Second); got != 2500*time.Millisecond {
 		t.Errorf("BusyBetween: %v, want 2.5s", got)
 	}

@@ -343,6 +343,10 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 		}
 		others := max(float64(cgroup.BusyBetween(busy0, busy1, time.Duration(busySpan))-time.Duration(tr.Summary.UsageNs)-self)/float64(wallNs), 0)
 		tr.Summary.OthersBusyCPUs = &others
+		if steal := busy1.Steal - busy0.Steal; steal > 0 {
+			stolen := min(float64(steal)/float64(wallNs), others)
+			tr.Summary.StolenCPUs = &stolen
+		}
 	}
 	return tr, nil
 }

@@ -159,3 +159,23 @@ func TestExpectValue(t *testing.T) {
 		}
 	}
 }
+
+// The summary says how busy other work kept the run's CPUs, how much of
+// it was the hypervisor's steal time, and whether that disturbed the
+// measurement.
+func TestSummaryOthers(t *testing.T) {
+	others, stolen := 0.17, 0.15
+	tr := &trace.Trace{Spec: trace.Spec{Workload: "bursty"}}
+	tr.Summary.OthersBusyCPUs = &others
+	var b bytes.Buffer
+	Summary(&b, tr)
+	if !strings.Contains(b.String(), "others     0.17 CPUs of other work on the CPUs the run could use: a disturbed measurement") || strings.Contains(b.String(), "steal") {
+		t.Errorf("without steal:\n%s", b.String())
+	}
+	tr.Summary.StolenCPUs = &stolen
+	b.Reset()
+	Summary(&b, tr)
+	if !strings.Contains(b.String(), "0.17 CPUs of other work on the CPUs the run could use (0.15 of them the hypervisor's steal time): a disturbed") {
+		t.Errorf("with steal:\n%s", b.String())
+	}
+}

@@ -34,7 +34,11 @@ func Summary(w io.Writer, t *trace.Trace) {
 		if s.Disturbed() {
 			note = fmt.Sprintf(": a disturbed measurement (over %.2f), latency and CPU used may not be a quiet machine's", trace.DisturbedCPUs)
 		}
-		fmt.Fprintf(w, "others     %.2f CPUs of other work on the CPUs the run could use%s\n", *o, note)
+		stolen := ""
+		if st := s.StolenCPUs; st != nil {
+			stolen = fmt.Sprintf(" (%.2f of them the hypervisor's steal time)", *st)
+		}
+		fmt.Fprintf(w, "others     %.2f CPUs of other work on the CPUs the run could use%s%s\n", *o, stolen, note)
 	}
 	if c := s.SelfBusyCPUs; c != nil {
 		fmt.Fprintf(w, "cfsprobe   %.3f CPUs of its own (reading the counters, mostly)\n", *c)

@@ -393,6 +393,13 @@ type Summary struct {
 	// usage, and less cfsprobe's own (SelfBusyCPUs) when the group could
 	// run on every CPU. Absent from simulated and recorded traces.
 	OthersBusyCPUs *float64 `json:"others_busy_cpus,omitempty"`
+	// StolenCPUs, for a lab run, is how much of OthersBusyCPUs was the
+	// hypervisor's steal time on those CPUs (cgroup.CPUTimes.Steal):
+	// time it ran something else while they had work, which a thread
+	// that runs then loses, whatever the limit. Absent where the kernel
+	// counts none (no paravirtual steal clock) and from simulated and
+	// recorded traces.
+	StolenCPUs *float64 `json:"stolen_cpus,omitempty"`
 	// SelfBusyCPUs, for a lab run, is how many CPUs cfsprobe's own
 	// threads kept busy on average during the run: its reader of the
 	// counters, mostly, whose wake-ups a simulation compared with the run
