@@ -35,7 +35,7 @@ func Summary(w io.Writer, t *trace.Trace) {
 			note = fmt.Sprintf(": a disturbed measurement (over %.2f), latency and CPU used may not be a quiet machine's", trace.DisturbedCPUs)
 		}
 		stolen := ""
-		if st := s.StolenCPUs; st != nil {
+		if st := s.StolenCPUs; st != nil && *st >= 0.005 {
 			stolen = fmt.Sprintf(" (%.2f of them the hypervisor's steal time)", *st)
 		}
 		fmt.Fprintf(w, "others     %.2f CPUs of other work on the CPUs the run could use%s%s\n", *o, stolen, note)
