@@ -46,9 +46,13 @@ func runSuite(t *testing.T, wantCode int, args ...string) (r result, measured, s
 // compared is what runCompared measured.
 type compared struct {
 	// traces are each scenario's measured run: its latest that met its
-	// expectations, else its latest that nothing disturbed
-	// (disturbedBy), else its latest.
+	// expectations, of those the latest that nothing disturbed
+	// (disturbedBy); else its latest that nothing disturbed, else its
+	// latest.
 	traces map[string]*trace.Trace
+	// disturbed says, of each scenario that no attempt measured without
+	// a disturbance, what disturbed its latest run.
+	disturbed map[string]string
 	// out is the output of the latest run whose scenarios, measured and
 	// simulated, met every expectation, else of the last run; allMet says
 	// which.
@@ -64,15 +68,15 @@ type compared struct {
 
 // verdict is what the test's assertions on the traces report to: their
 // failures are inconclusive where a scenario got no measurement that
-// nothing disturbed (but a finding's are failures), and the test is when
-// the agreement was not judged.
+// nothing disturbed in any attempt (but a finding's are failures), and
+// the test is when the agreement was not judged.
 func (c compared) verdict(t *testing.T) *verdict {
 	v := &verdict{t: t, unjudged: c.unjudged}
 	if c.finding {
 		return v
 	}
-	for _, n := range slices.Sorted(maps.Keys(c.traces)) {
-		v.saw(n, c.traces[n])
+	for _, n := range slices.Sorted(maps.Keys(c.disturbed)) {
+		v.disturbed = append(v.disturbed, n+": "+c.disturbed[n])
 	}
 	return v
 }
@@ -89,16 +93,18 @@ func (c compared) verdict(t *testing.T) *verdict {
 func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name string, args ...string) compared {
 	t.Helper()
 	ag := newAgreement(t, name)
-	c := compared{traces: map[string]*trace.Trace{}}
+	c := compared{traces: map[string]*trace.Trace{}, disturbed: map[string]string{}}
+	clean := map[string]bool{} // scenarios measured without a disturbance
 	met := func(x *trace.Trace) bool { return len(missedExpectations(map[string]*trace.Trace{"": x}, accept)) == 0 }
 	rank := func(x *trace.Trace) int {
-		switch {
-		case met(x):
-			return 2
-		case disturbedBy(x) == "":
-			return 1
+		r := 0
+		if met(x) {
+			r += 2
 		}
-		return 0
+		if disturbedBy(x) == "" {
+			r++
+		}
+		return r
 	}
 	for attempt := 1; ; attempt++ {
 		awaitQuiet(t)
@@ -117,6 +123,12 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 		for n, x := range cur {
 			if prev := c.traces[n]; prev == nil || rank(x) >= rank(prev) {
 				c.traces[n] = x
+			}
+			if why := disturbedBy(x); why == "" {
+				clean[n] = true
+				delete(c.disturbed, n)
+			} else if !clean[n] {
+				c.disturbed[n] = why
 			}
 		}
 		missed := missedExpectations(c.traces, accept)
