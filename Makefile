@@ -232,7 +232,6 @@ k8s-bins:
 # -p 1: packages one at a time, so that timing-sensitive tests on real
 # cgroups never compete with each other for this machine's CPUs.
 test-unit: native
-	@mkdir -p $(dir $(INCONCLUSIVE)) && rm -f $(INCONCLUSIVE)
 	$(GO) test -race -p 1 -count=1 -timeout 30m ./...
 
 # vet with -race reads the packages the race build (test-compile) has

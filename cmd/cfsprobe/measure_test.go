@@ -30,11 +30,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cfsprobe/cfsprobe/internal/cgroup"
 	"github.com/cfsprobe/cfsprobe/internal/hostfs"
+	"github.com/cfsprobe/cfsprobe/internal/report"
 	"github.com/cfsprobe/cfsprobe/internal/trace"
+	"github.com/cfsprobe/cfsprobe/internal/workload"
 )
 
 // heldMax is how long other work may hold one operation of a run up
@@ -52,8 +52,8 @@ const heldMax = time.Millisecond
 func disturbedBy(tr *trace.Trace) string {
 	if s := tr.Summary; s.Disturbed() {
 		why := fmt.Sprintf("other work kept %.2f CPUs busy beside it", *s.OthersBusyCPUs)
-		if s.StolenCPUs != nil && *s.StolenCPUs >= 0.005 {
-			why += fmt.Sprintf(" (%.2f the hypervisor's steal time)", *s.StolenCPUs)
+		if st := report.Stolen(s); st != "" {
+			why += " (" + st + ")"
 		}
 		return why
 	}
@@ -236,26 +236,18 @@ func awaitQuiet(t testing.TB) {
 func busyNow() (others, share float64, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var c0, c1 unix.Timespec
 	a, err := cgroup.ReadCPUTimes(hostfs.Default(), nil)
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &c0); err != nil {
-		return 0, 0, err
-	}
-	w0 := time.Now()
+	c0, w0 := workload.ThreadCPU(), time.Now()
 	for time.Since(w0) < quietWindow {
 	}
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &c1); err != nil {
-		return 0, 0, err
-	}
-	span := time.Since(w0)
+	spun, span := workload.ThreadCPU()-c0, time.Since(w0)
 	b, err := cgroup.ReadCPUTimes(hostfs.Default(), nil)
 	if err != nil {
 		return 0, 0, err
 	}
-	spun := time.Duration(c1.Nano() - c0.Nano())
 	others = max(float64(cgroup.BusyBetween(a, b, span)-spun)/float64(span), 0)
 	return others, float64(spun) / float64(span), nil
 }

@@ -94,14 +94,16 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 	t.Helper()
 	ag := newAgreement(t, name)
 	c := compared{traces: map[string]*trace.Trace{}, disturbed: map[string]string{}}
-	clean := map[string]bool{} // scenarios measured without a disturbance
-	met := func(x *trace.Trace) bool { return len(missedExpectations(map[string]*trace.Trace{"": x}, accept)) == 0 }
-	rank := func(x *trace.Trace) int {
+	// clean: the scenarios measured without a disturbance; kept: the
+	// rank of each scenario's run in c.traces, which prefers a run that
+	// met its expectations, then one that nothing disturbed.
+	clean, kept := map[string]bool{}, map[string]int{}
+	rank := func(x *trace.Trace, disturbed string) int {
 		r := 0
-		if met(x) {
+		if len(missedExpectations(map[string]*trace.Trace{"": x}, accept)) == 0 {
 			r += 2
 		}
-		if disturbedBy(x) == "" {
+		if disturbed == "" {
 			r++
 		}
 		return r
@@ -116,19 +118,26 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 		if allMet || !c.allMet {
 			c.out, c.allMet = r, allMet
 		}
-		if final != nil && anyMissed(undisturbed(cur), final) {
+		why := map[string]string{} // what disturbed each run ("": nothing)
+		undisturbed := map[string]*trace.Trace{}
+		for n, x := range cur {
+			if why[n] = disturbedBy(x); why[n] == "" {
+				undisturbed[n] = x
+			}
+		}
+		if final != nil && anyMissed(undisturbed, final) {
 			c = compared{traces: cur, out: r, finding: true}
 			break
 		}
 		for n, x := range cur {
-			if prev := c.traces[n]; prev == nil || rank(x) >= rank(prev) {
-				c.traces[n] = x
+			if rk := rank(x, why[n]); c.traces[n] == nil || rk >= kept[n] {
+				c.traces[n], kept[n] = x, rk
 			}
-			if why := disturbedBy(x); why == "" {
+			if why[n] == "" {
 				clean[n] = true
 				delete(c.disturbed, n)
 			} else if !clean[n] {
-				c.disturbed[n] = why
+				c.disturbed[n] = why[n]
 			}
 		}
 		missed := missedExpectations(c.traces, accept)
@@ -145,17 +154,6 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 	}
 	c.unjudged = ag.judge()
 	return c
-}
-
-// undisturbed are the runs of tr that nothing disturbed (disturbedBy).
-func undisturbed(tr map[string]*trace.Trace) map[string]*trace.Trace {
-	out := map[string]*trace.Trace{}
-	for n, x := range tr {
-		if disturbedBy(x) == "" {
-			out[n] = x
-		}
-	}
-	return out
 }
 
 // hostCosts gives each comparison the host's costs that the test

@@ -35,8 +35,8 @@ func Summary(w io.Writer, t *trace.Trace) {
 			note = fmt.Sprintf(": a disturbed measurement (over %.2f), latency and CPU used may not be a quiet machine's", trace.DisturbedCPUs)
 		}
 		stolen := ""
-		if st := s.StolenCPUs; st != nil && *st >= 0.005 {
-			stolen = fmt.Sprintf(" (%.2f of them the hypervisor's steal time)", *st)
+		if st := Stolen(s); st != "" {
+			stolen = " (" + st + ")"
 		}
 		fmt.Fprintf(w, "others     %.2f CPUs of other work on the CPUs the run could use%s%s\n", *o, stolen, note)
 	}
@@ -91,6 +91,16 @@ func OthersBusy(s trace.Summary) string {
 		text += " disturbed"
 	}
 	return text
+}
+
+// Stolen says how much of a lab run's other work was the hypervisor's
+// steal time (trace.Summary.StolenCPUs): "0.15 of them the hypervisor's
+// steal time", or "" below what two decimals show.
+func Stolen(s trace.Summary) string {
+	if s.StolenCPUs == nil || *s.StolenCPUs < 0.005 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f of them the hypervisor's steal time", *s.StolenCPUs)
 }
 
 // cpus is the limit in CPUs: quota / period (0 when unlimited or, in a
