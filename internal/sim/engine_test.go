@@ -483,3 +483,29 @@ func TestSpinChargedAtEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineBoundariesOnTheGrid: the one period model places each
+// boundary where the period timer fired, also where a regular reading
+// came a few microseconds before every boundary (the reading after it
+// comes as soon after: suite --compare's runs have their measured run's
+// boundaries, which cmd/cfsprobe's tests check to the nanosecond).
+func TestTimelineBoundariesOnTheGrid(t *testing.T) {
+	for _, before := range []time.Duration{3 * time.Microsecond, 10 * time.Microsecond, 2 * time.Millisecond} {
+		c := Config{Era: Era6_18, CPUs: 2, Limits: cgroup.Limits{Quota: 20 * time.Millisecond, Period: 100 * time.Millisecond},
+			Phase: 30*time.Millisecond + before, Seed: 1, Duration: 3 * time.Second}
+		r, err := Run(c, []Thread{{Pin: 0, Behavior: &cycle{cpu: 30 * time.Millisecond, sleep: 50 * time.Millisecond}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := timeline(r, c)
+		if len(ps) < 20 {
+			t.Fatalf("%v: %d periods", before, len(ps))
+		}
+		for i, p := range ps[:len(ps)-1] {
+			if off := (p.EndNs - int64(c.Phase)) % int64(c.Limits.Period); off != 0 {
+				t.Errorf("a boundary %v after a regular reading: period %d ends %v off the timer's grid", before, i, time.Duration(off))
+				break
+			}
+		}
+	}
+}
