@@ -50,6 +50,51 @@ func TestAgree(t *testing.T) {
 	}
 }
 
+// burstsTrace has n operations of 50 ms, slow of them 100 ms (a burst
+// throttled for a period), with their percentiles.
+func burstsTrace(n, slow int) *trace.Trace {
+	const ms = int64(1e6)
+	t := summaryTrace("B-moderate", 0.01, 0.5, 0, 0)
+	t.Latency = &trace.Latency{Op: "burst", Count: int64(n)}
+	for i := range n {
+		w := 50 * ms
+		if i < slow {
+			w = 100 * ms
+		}
+		t.Latency.Samples = append(t.Latency.Samples, trace.Sample{StartNs: int64(i) * 100 * ms, WallNs: w})
+	}
+	t.Summary.LatencyNs, _ = t.Latency.Percentiles()
+	return t
+}
+
+// A percentile outside at its rank agrees an operation below or above it
+// in both runs (one burst of 101 throttled or none: the slowest, p99.9;
+// three or one: the second slowest, p99, and the slowest), and three
+// against none do not, at p99's rank or either side of it.
+func TestAgreeAnOperationApart(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		m, s       *trace.Trace
+		p99, p999  bool
+		shift999   int
+		fig999Text string
+	}{
+		{"one throttled measured", burstsTrace(101, 1), burstsTrace(102, 0), true, true, -1, "100ms / 50ms (-50ms); an operation below: 50ms / 50ms"},
+		{"one throttled simulated", burstsTrace(101, 0), burstsTrace(102, 1), true, true, -1, "50ms / 100ms (+50ms); an operation below: 50ms / 50ms"},
+		{"three against none", burstsTrace(101, 3), burstsTrace(101, 0), false, false, 0, "100ms / 50ms (-50ms)"},
+		{"three against one", burstsTrace(101, 3), burstsTrace(101, 1), true, true, 0, "100ms / 100ms (+0s)"},
+	} {
+		figs := Agree(c.m, c.s)
+		p99, p999 := figs[2], figs[3]
+		if p99.OK != c.p99 || p999.OK != c.p999 || p999.Shift != c.shift999 {
+			t.Errorf("%s: p99 %v (%s), p99.9 %v at %d (%s); want %v, %v at %d", c.name, p99.OK, p99, p999.OK, p999.Shift, p999, c.p99, c.p999, c.shift999)
+		}
+		if got := p999.String(); got != c.fig999Text {
+			t.Errorf("%s: p99.9 %q, want %q", c.name, got, c.fig999Text)
+		}
+	}
+}
+
 // The side-by-side table: a row per scenario, the figures as measured /
 // simulated (difference), a mark on those outside, and the count.
 func TestWriteComparison(t *testing.T) {

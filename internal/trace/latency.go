@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -111,9 +112,33 @@ func Quantile(sorted []int64, q float64) int64 {
 	if len(sorted) == 0 {
 		return 0
 	}
-	rank := int(q*float64(len(sorted))+0.999999999) - 1
-	rank = max(0, min(rank, len(sorted)-1))
-	return sorted[rank]
+	return sorted[quantileIndex(len(sorted), q)]
+}
+
+// quantileIndex is the index of the nearest-rank quantile q of n sorted
+// values.
+func quantileIndex(n int, q float64) int {
+	return max(0, min(int(q*float64(n)+0.999999999)-1, n-1))
+}
+
+// NextTo is the wall time of the operation shift ranks from the
+// nearest-rank quantile q (shift -1: the one below it, +1: the one
+// above), from the raw samples; ok is false without them (more than
+// MaxSamples operations) or when there is no operation there.
+func (l *Latency) NextTo(q float64, shift int) (ns int64, ok bool) {
+	if l == nil || l.Count == 0 || int64(len(l.Samples)) != l.Count {
+		return 0, false
+	}
+	i := quantileIndex(len(l.Samples), q) + shift
+	if i < 0 || i >= len(l.Samples) {
+		return 0, false
+	}
+	v := make([]int64, len(l.Samples))
+	for j, s := range l.Samples {
+		v[j] = s.WallNs
+	}
+	slices.Sort(v)
+	return v[i], true
 }
 
 // Throughput counts completed operations per bucket of BucketNs, from the
