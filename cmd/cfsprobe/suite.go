@@ -40,7 +40,8 @@ this host first, --start-cpu, --exit-cpu and --wake-cpu of cfsprobe simulate
 --help; and on the measured run's clock: its period boundaries, --phase of
 simulate --help, and its scheduler ticks), and prints the two
 side by side: throttled ratio, CPU used, p99 and p99.9, and whether they
-agree (within 5 points, 5 %, and 20 % or 2ms).
+agree (within 5 points, 5 %, and 20 % or 2ms, a percentile at its rank or at
+the operation below or above it in both runs).
 
 Exit status: 0 when every expectation was met, 1 when one was not, 2 for an
 error in the input (nothing runs), 130/143 when interrupted.`,
