@@ -3,7 +3,6 @@ package trace
 import (
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -84,14 +83,11 @@ func (l *Latency) Percentiles() (*Percentiles, error) {
 	if l == nil || l.Count == 0 {
 		return nil, nil
 	}
-	if len(l.Samples) > 0 && int64(len(l.Samples)) == l.Count {
-		v := make([]int64, len(l.Samples))
+	if v := l.Walls(); v != nil {
 		var sum float64
-		for i, s := range l.Samples {
-			v[i] = s.WallNs
-			sum += float64(s.WallNs)
+		for _, w := range v {
+			sum += float64(w)
 		}
-		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
 		return &Percentiles{
 			Min: v[0], Max: v[len(v)-1], Mean: sum / float64(len(v)),
 			P50: Quantile(v, 0.50), P90: Quantile(v, 0.90), P99: Quantile(v, 0.99), P999: Quantile(v, 0.999),
@@ -121,24 +117,29 @@ func quantileIndex(n int, q float64) int {
 	return max(0, min(int(q*float64(n)+0.999999999)-1, n-1))
 }
 
-// NextTo is the wall time of the operation shift ranks from the
-// nearest-rank quantile q (shift -1: the one below it, +1: the one
-// above), from the raw samples; ok is false without them (more than
-// MaxSamples operations) or when there is no operation there.
-func (l *Latency) NextTo(q float64, shift int) (ns int64, ok bool) {
-	if l == nil || l.Count == 0 || int64(len(l.Samples)) != l.Count {
+// NextTo is the value shift ranks from the nearest-rank quantile q of
+// sorted values (shift -1: the one below it, +1: the one above); ok is
+// false when there is none there.
+func NextTo(sorted []int64, q float64, shift int) (v int64, ok bool) {
+	i := quantileIndex(len(sorted), q) + shift
+	if len(sorted) == 0 || i < 0 || i >= len(sorted) {
 		return 0, false
 	}
-	i := quantileIndex(len(l.Samples), q) + shift
-	if i < 0 || i >= len(l.Samples) {
-		return 0, false
+	return sorted[i], true
+}
+
+// Walls are the operations' wall times, sorted, from the raw samples;
+// nil without them (none, or more than MaxSamples operations).
+func (l *Latency) Walls() []int64 {
+	if l == nil || len(l.Samples) == 0 || int64(len(l.Samples)) != l.Count {
+		return nil
 	}
 	v := make([]int64, len(l.Samples))
-	for j, s := range l.Samples {
-		v[j] = s.WallNs
+	for i, s := range l.Samples {
+		v[i] = s.WallNs
 	}
 	slices.Sort(v)
-	return v[i], true
+	return v
 }
 
 // Throughput counts completed operations per bucket of BucketNs, from the

@@ -74,9 +74,13 @@ func TestPercentilesExact(t *testing.T) {
 }
 
 // NextTo: the operation a rank below or above the nearest-rank
-// quantile, from the raw samples only.
+// quantile, of the raw samples only (Walls).
 func TestLatencyNextTo(t *testing.T) {
 	l := latencyOf([]int64{50, 10, 40, 30, 20}) // p99 is 50, p50 30
+	walls := l.Walls()
+	if !slices.Equal(walls, []int64{10, 20, 30, 40, 50}) {
+		t.Fatalf("Walls = %v, want them sorted", walls)
+	}
 	for _, c := range []struct {
 		q     float64
 		shift int
@@ -89,17 +93,17 @@ func TestLatencyNextTo(t *testing.T) {
 		{0.5, 1, 40, true},
 		{0, -1, 0, false},
 	} {
-		got, ok := l.NextTo(c.q, c.shift)
+		got, ok := NextTo(walls, c.q, c.shift)
 		if got != c.want || ok != c.ok {
 			t.Errorf("NextTo(%v, %d) = %d, %v; want %d, %v", c.q, c.shift, got, ok, c.want, c.ok)
 		}
 	}
 	var none *Latency
-	if _, ok := none.NextTo(0.99, -1); ok {
+	if _, ok := NextTo(none.Walls(), 0.99, -1); ok {
 		t.Error("NextTo of no latency: ok")
 	}
 	big := latencyOf(seq(MaxSamples + 1)) // the histogram only
-	if _, ok := big.NextTo(0.99, -1); ok {
+	if _, ok := NextTo(big.Walls(), 0.99, -1); ok {
 		t.Error("NextTo without the raw samples: ok")
 	}
 }
