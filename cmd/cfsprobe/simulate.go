@@ -96,7 +96,8 @@ charged them.
 
 Where the period boundaries fall against the workload is chance on a real
 kernel: a new group's periods end at multiples of the period on the kernel's
-clock. The simulation draws it from --seed; --phase gives it (when the first
+clock before Linux 6.4, and from 6.4 at a random offset from them, drawn when
+the group is made. The simulation draws it from --seed; --phase gives it (when the first
 period ends after the start), as spec.simulated.phase_ns records it. A burst
 that a boundary cuts in two is throttled less than one inside a period:
 bursty's first 50ms burst under --cpus 0.5 is throttled up to 50ms or not at
