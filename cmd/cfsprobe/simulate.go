@@ -48,11 +48,12 @@ func (f *simFlags) add(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.costs.Wake, "wake-cpu", 0, "CPU time a thread spends around each sleep (default: none; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.SleepLate, "sleep-late", 0, "how late a sleep ends: the timer's slack and the wake-up (default: "+sim.DefaultSleepLate.String()+"; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.WakeMid, "wake-cpu-mid", 0, "CPU time a thread spends around a sleep of 50ms, interpolated on a log scale of the sleep from --wake-cpu's at 1ms to it and from it to --wake-cpu-long's (default: interpolated between those two; suite --compare: measured on this host)")
+	fl.DurationVar(&f.costs.ResumeLate, "resume-late", 0, "how long after the refill that unthrottles it a throttled thread runs again: its idle CPU's wake-up (default: at once; suite --compare: measured on this host)")
 	fl.DurationVar(&f.costs.WakeLong, "wake-cpu-long", 0, "CPU time a thread spends around a sleep of 1s or more, interpolated from --wake-cpu's at 1ms (or --wake-cpu-mid's at 50ms) on a log scale of the sleep (default: --wake-cpu's; suite --compare: measured on this host)")
 }
 
 // simFlagNames are simFlags' flags.
-var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "event-cpu-quantiles", "start-cpu", "exit-cpu", "thread-cpu", "wake-cpu", "wake-cpu-mid", "wake-cpu-long", "sleep-late"}
+var simFlagNames = []string{"kernel", "host-cpus", "seed", "event-cpu", "event-cpu-quantiles", "start-cpu", "exit-cpu", "thread-cpu", "wake-cpu", "wake-cpu-mid", "wake-cpu-long", "sleep-late", "resume-late"}
 
 func newSimulateCmd() *cobra.Command {
 	f := &simulateFlags{}
@@ -93,6 +94,12 @@ virtual machine's wake-up costs about 25us, and under emulation a start costs
 simulation the start and exit its measured run's workload reported, and a
 thread's making and wake-ups as measured on this host, as its runs are
 charged them.
+
+A throttled thread runs again at the refill unless --resume-late says how
+long after it: its CPU sat idle while throttled, and the refill's unthrottle
+wakes it (about 50us on this kind of virtual machine, a few tenths of a
+millisecond under emulation). cfsprobe suite --compare measures it on this
+host.
 
 Where the period boundaries fall against the workload is chance on a real
 kernel: a new group's periods end at multiples of the period on the kernel's
@@ -216,6 +223,9 @@ func (f *simFlags) model(c *cobra.Command) (sim.Era, int, error) {
 	}
 	if c.Flags().Changed("sleep-late") && f.costs.SleepLate <= 0 {
 		return "", 0, usageErr("--sleep-late %v: give how late a sleep ends, such as 130us, or leave it out for the default", f.costs.SleepLate)
+	}
+	if f.costs.ResumeLate < 0 {
+		return "", 0, usageErr("--resume-late %v: give how late a throttled thread runs again after the refill, such as 50us, or leave it out for at once", f.costs.ResumeLate)
 	}
 	if f.costs.Thread < 0 {
 		return "", 0, usageErr("--thread-cpu %v: give the CPU time one of the workload's threads costs beside its operations, such as 100us, or leave it out for none", f.costs.Thread)

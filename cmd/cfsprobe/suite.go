@@ -35,8 +35,9 @@ cgroup (no root needed; --kernel, --host-cpus, --seed as for simulate; {cpus}
 is then the simulated host's), judged by the same expectations. --compare
 measures every scenario and simulates it on this host's model (with what the
 workload's process cost beside its operations: its start and exit as the
-measured run's workload reported them, and a thread's wake-up as measured on
-this host first, --start-cpu, --exit-cpu and --wake-cpu of cfsprobe simulate
+measured run's workload reported them, and a thread's wake-up and how late a
+throttled thread runs again after the refill as measured on this host first,
+--start-cpu, --exit-cpu, --wake-cpu and --resume-late of cfsprobe simulate
 --help; and on the measured run's clock: its period boundaries, --phase of
 simulate --help, and its scheduler ticks), and prints the two
 side by side: throttled ratio, CPU used, p99 and p99.9, and whether they

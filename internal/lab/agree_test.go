@@ -119,7 +119,7 @@ func agreeOnce(t *testing.T, l *cgroup.Layout, lim cgroup.Limits, name string, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	smp := newSampler(g, t0, 10*time.Millisecond)
+	smp := newSampler(g, t0, 10*time.Millisecond, mlim)
 	smp.add(s0, workload.ClockMono()-t0)
 	go smp.loop()
 

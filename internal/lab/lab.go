@@ -276,7 +276,7 @@ func (p *Plan) Run(ctx context.Context) (tr *trace.Trace, err error) {
 	t0 := workload.ClockMono()
 	closeExtra(cmd)
 
-	smp := newSampler(g, t0, p.interval)
+	smp := newSampler(g, t0, p.interval, p.cfg.Limits)
 	smp.avoid = p.pin
 	smp.add(s0, s0At-t0)
 	go smp.loop()

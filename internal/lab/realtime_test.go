@@ -76,7 +76,7 @@ func TestReaderRealtime(t *testing.T) {
 			t.Fatalf("thread %d is in policy %d before the reader starts", tid, p)
 		}
 	}
-	smp := newSampler(stillGroup{}, workload.ClockMono(), 5*time.Millisecond)
+	smp := newSampler(stillGroup{}, workload.ClockMono(), 5*time.Millisecond, cgroup.Limits{})
 	go smp.loop()
 	class := firstClass(smp)
 	if class != trace.ReaderRealtime {
@@ -127,7 +127,7 @@ func TestReaderApart(t *testing.T) {
 	last := cpus[len(cpus)-1]
 	var pinned unix.CPUSet
 	pinned.Set(last)
-	smp := newSampler(stillGroup{}, workload.ClockMono(), 5*time.Millisecond)
+	smp := newSampler(stillGroup{}, workload.ClockMono(), 5*time.Millisecond, cgroup.Limits{})
 	smp.avoid = &pinned
 	go smp.loop()
 	class := firstClass(smp)

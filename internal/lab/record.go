@@ -74,7 +74,7 @@ func (r *Recording) Run(ctx context.Context) (*trace.Trace, error) {
 	}
 	started := time.Now()
 	t0 := workload.ClockMono()
-	smp := newSampler(g, t0, interval)
+	smp := newSampler(g, t0, interval, lim)
 	smp.add(s0, 0)
 	go smp.loop()
 	var timeout <-chan time.Time

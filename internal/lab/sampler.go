@@ -35,18 +35,81 @@ type sampler struct {
 	err     error
 	// class is the scheduling class the reader ran in (trace.Trace's
 	// ReaderClass), set at its first reading.
-	class   string
+	class string
+	// grid follows the readings of a group with a quota, for where its
+	// period boundaries are (trace.Tracker.Grid): the loop reads just
+	// before and just after each (focusAt). nil: no quota.
+	grid    *trace.Tracker
 	done    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
 }
 
-func newSampler(g statReader, t0 int64, interval time.Duration) *sampler {
-	return &sampler{g: g, t0: t0, interval: interval, done: make(chan struct{}), stopped: make(chan struct{})}
+// newSampler reads g every interval (on average) from t0; l are its
+// limits, whose period boundaries it also reads around when it has a
+// quota.
+func newSampler(g statReader, t0 int64, interval time.Duration, l cgroup.Limits) *sampler {
+	s := &sampler{g: g, t0: t0, interval: interval, done: make(chan struct{}), stopped: make(chan struct{})}
+	if !l.Unlimited() {
+		s.grid = trace.NewTracker(trace.TrackerConfig{Period: l.PeriodOrDefault(), Quota: l.Quota})
+	}
+	return s
 }
 
 func (s *sampler) add(st cgroup.Stat, t int64) {
-	s.samples = append(s.samples, trace.SampleOf(t, st))
+	c := trace.SampleOf(t, st)
+	s.samples = append(s.samples, c)
+	if s.grid != nil {
+		s.grid.Add(c, func(trace.Period) {})
+	}
+}
+
+// focusStraddle is how far before and after a period boundary the
+// reader reads once the boundaries' grid is known.
+const focusStraddle = 30 * time.Microsecond
+
+// focusAt is when, after the newest reading, the reader reads next to
+// pin the group's period boundaries down (relative to t0): focusStraddle
+// before the next boundary on the grid known so far, or as far after the
+// one just passed. The random readings alone put a boundary between the
+// two closest to it on either side over the run, which the timeline
+// places half-way: a quarter of a millisecond off after 20 periods, a
+// tenth after 100, where the model of a run compared with it
+// (sim.Plan.WithRunOf) needs it to a few tens of µs (a burst cut by a
+// boundary is throttled or not by that much). A pair of readings that
+// close to where the grid says shrinks the interval the boundary is known
+// to lie in to 60 µs when it lies between them, and moves its nearer
+// side to the middle of the interval when it does not: known to a few
+// tens of µs within some periods. False: the grid is not known yet.
+func (s *sampler) focusAt() (int64, bool) {
+	if s.grid == nil {
+		return 0, false
+	}
+	ph, _, ok := s.grid.Grid()
+	if !ok {
+		return 0, false
+	}
+	period := s.grid.Period()
+	if len(s.samples) == 0 {
+		return 0, false
+	}
+	last := s.samples[len(s.samples)-1].T
+	st := int64(focusStraddle)
+	// The boundary whose after-reading is the first still to come.
+	b := ph + (floorDiv(last-st-ph, period)+1)*period
+	if b-st > last {
+		return b - st, true
+	}
+	return b + st, true
+}
+
+// floorDiv is x / y rounded down (y > 0).
+func floorDiv(x, y int64) int64 {
+	q := x / y
+	if x%y != 0 && x < 0 {
+		q--
+	}
+	return q
 }
 
 // sampleNow takes one reading.
@@ -109,12 +172,29 @@ func (s *sampler) loop() {
 			restore()
 		}
 	}()
+	drawn := false // next is the coming regular reading's
 	for {
-		next = next.Add(s.interval/2 + time.Duration(rng.Int64N(int64(s.interval))))
+		if !drawn {
+			next = next.Add(s.interval/2 + time.Duration(rng.Int64N(int64(s.interval))))
+			drawn = true
+		}
 		d := time.Until(next)
 		if d < 0 { // fell behind: skip ahead rather than burst
 			next = time.Now()
 			d = 0
+		}
+		// A reading around a boundary comes first when it is due first;
+		// the regular one is still to come after it.
+		focused := false
+		s.mu.Lock()
+		if at, ok := s.focusAt(); ok {
+			if f := time.Duration(s.t0 + at - workload.ClockMono()); f < d {
+				d, focused = max(f, 0), true
+			}
+		}
+		s.mu.Unlock()
+		if !focused {
+			drawn = false
 		}
 		// Set under the lock, after a look at done: stop rings the
 		// alarm under it.

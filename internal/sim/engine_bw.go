@@ -171,6 +171,12 @@ func (e *engine) unthrottle(ci int32, l int) {
 		e.parentSync(ci)
 	}
 	e.schedule(ci)
+	if c := &e.cpus[ci]; c.cur >= 0 && e.cfg.ResumeLate > 0 {
+		// The idle CPU wakes first (Config.ResumeLate).
+		c.runStart += int64(e.cfg.ResumeLate)
+		c.lastCharge = c.runStart
+		e.armCompletion(ci)
+	}
 }
 
 // startClocks starts the throttled time of CPU ci's throttled run

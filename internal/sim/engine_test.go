@@ -276,6 +276,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"Slice", func(c *Config, _ *[]Thread) { c.Slice = -time.Millisecond }},
 		{"Tick", func(c *Config, _ *[]Thread) { c.Tick = time.Second }},
 		{"Duration", func(c *Config, _ *[]Thread) { c.Duration = -time.Second }},
+		{"ResumeLate", func(c *Config, _ *[]Thread) { c.ResumeLate = -time.Microsecond }},
+		{"ResumeLate", func(c *Config, _ *[]Thread) { c.ResumeLate = 100 * time.Millisecond }},
 		{"Threads", func(_ *Config, th *[]Thread) { *th = nil }},
 		{"Threads[0].Behavior", func(_ *Config, th *[]Thread) { (*th)[0].Behavior = nil }},
 		{"Threads[0].Pin", func(_ *Config, th *[]Thread) { (*th)[0].Pin = 4 }},
@@ -506,6 +508,59 @@ func TestTimelineBoundariesOnTheGrid(t *testing.T) {
 				t.Errorf("a boundary %v after a regular reading: period %d ends %v off the timer's grid", before, i, time.Duration(off))
 				break
 			}
+		}
+	}
+}
+
+// burnOnce is one operation: a burn of cpu that polls its CPU clock,
+// then the end.
+type burnOnce struct {
+	cpu  time.Duration
+	done bool
+}
+
+func (b *burnOnce) Next(time.Duration, *rand.Rand) Step {
+	if b.done {
+		return Step{Kind: Exit}
+	}
+	b.done = true
+	return Step{Kind: Burn, CPU: b.cpu, Polls: true, OpStart: true, OpEnd: true}
+}
+
+// TestResumeLate: a thread stopped by a throttle runs again
+// Config.ResumeLate after the refill that unthrottles its CPU; the
+// throttled time still ends at the refill. 25 ms of CPU under 10 ms per
+// 100 ms, the first period ending at 100 ms: it runs 10 ms, stops until
+// 100 ms, runs 10 ms from 100 ms + late, stops until 200 ms, and ends
+// 5 ms after 200 ms + late. Each throttle after the first starts late
+// later, and ends at the refill.
+func TestResumeLate(t *testing.T) {
+	for _, era := range []Era{Era5_14, Era6_18} {
+		wall := map[time.Duration]time.Duration{}
+		thr := map[time.Duration]time.Duration{}
+		for _, late := range []time.Duration{0, 300 * time.Microsecond} {
+			c := Config{Era: era, CPUs: 2, Limits: cgroup.Limits{Quota: 10 * time.Millisecond}, Phase: 100 * time.Millisecond, Seed: 1, ResumeLate: late}
+			r, err := Run(c, []Thread{{Pin: 0, Behavior: &burnOnce{cpu: 25 * time.Millisecond}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Ops) != 1 {
+				t.Fatalf("era %s, late %v: operations %+v, want one", era, late, r.Ops)
+			}
+			last := r.Samples[len(r.Samples)-1]
+			wall[late], thr[late] = time.Duration(r.Ops[0].WallNs), time.Duration(last.ThrottledNs)
+			if last.NrThrottled != 2 || last.UsageNs != int64(25*time.Millisecond) {
+				t.Errorf("era %s, late %v: %d throttled periods and %v used, want 2 and 25ms", era, late, last.NrThrottled, time.Duration(last.UsageNs))
+			}
+		}
+		if want := 205 * time.Millisecond; wall[0] != want {
+			t.Errorf("era %s: at once, the burn took %v, want %v", era, wall[0], want)
+		}
+		if d := wall[300*time.Microsecond] - wall[0]; d != 300*time.Microsecond {
+			t.Errorf("era %s: resumed 300µs late, the burn took %v longer, want 300µs", era, d)
+		}
+		if d := thr[0] - thr[300*time.Microsecond]; d != 300*time.Microsecond {
+			t.Errorf("era %s: resumed 300µs late, throttled time %v against %v at once, want 300µs less", era, thr[300*time.Microsecond], thr[0])
 		}
 	}
 }

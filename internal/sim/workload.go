@@ -147,6 +147,9 @@ func Prepare(s Setup) (*Plan, error) {
 	if err := s.Limits.Validate(); err != nil {
 		return ue(err)
 	}
+	if r := s.Costs.ResumeLate; r < 0 || r >= s.Limits.PeriodOrDefault() {
+		return ue(fmt.Errorf("how late a stopped thread runs again after the refill is from 0 to below the period (%v), not %v", s.Limits.PeriodOrDefault(), r))
+	}
 	if s.Phase < 0 || s.Phase > s.Limits.PeriodOrDefault() {
 		return ue(fmt.Errorf("the phase is when the first period ends after the start, from 0 to the period (%v), not %v", s.Limits.PeriodOrDefault(), s.Phase))
 	}
@@ -237,7 +240,7 @@ func (p *Plan) Run() (*trace.Trace, error) {
 	}
 	// The counters are read as the lab reads a run's: to the close of the
 	// period in which the threads exited.
-	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed, Phase: s.Phase, TickOffset: s.TickOffset, Wakeups: s.Wakeups}
+	cfg := Config{Era: s.Era, CPUs: s.CPUs, Limits: s.Limits, Seed: s.Seed, Phase: s.Phase, TickOffset: s.TickOffset, Wakeups: s.Wakeups, ResumeLate: c.ResumeLate}
 	res, err := run(cfg, th, options{toClose: true})
 	if err != nil {
 		return nil, fmt.Errorf("simulate %s: %w", s.Workload, err)
@@ -252,6 +255,7 @@ func (p *Plan) Run() (*trace.Trace, error) {
 		sm.StartCPUNs, sm.ExitCPUNs, sm.ThreadCPUNs, sm.WakeCPUNs = int64(c.Start), int64(c.Exit), int64(c.Thread), int64(c.Wake)
 		sm.SleepLateNs, sm.WakeMidCPUNs, sm.WakeLongCPUNs = int64(c.sleepLate()), int64(c.WakeMid), int64(c.WakeLong)
 	}
+	tr.Spec.Simulated.ResumeLateNs = int64(c.ResumeLate)
 	if p.finish != nil {
 		p.finish(tr)
 	}
@@ -285,6 +289,10 @@ type Costs struct {
 	// SleepLate is how late a sleep ends (0: DefaultSleepLate): not CPU
 	// time, but what a sleep costs its thread in time.
 	SleepLate time.Duration
+	// ResumeLate is how long after the refill that unthrottles its CPU a
+	// stopped thread runs again (Config.ResumeLate; 0: at once): not the
+	// workload's cost but the host's, measured with the others.
+	ResumeLate time.Duration
 	// Thread is what a thread costs beside its program and its
 	// wake-ups: its making, its end and the join (under emulation also
 	// the first translation of its code), burnt by each thread before its

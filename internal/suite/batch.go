@@ -175,14 +175,14 @@ func (r *Result) write(w io.Writer, asJSON bool, dir string) error {
 // run's start and exit (Step.run).
 func (b *Batch) measureCosts(ctx context.Context) error {
 	e := b.env.Sim
-	if e == nil || !e.Measure || e.Costs.Thread > 0 && e.Costs.Wake > 0 && e.Costs.WakeMid > 0 && e.Costs.WakeLong > 0 && e.Costs.SleepLate > 0 {
+	if e == nil || !e.Measure || e.Costs.Thread > 0 && e.Costs.Wake > 0 && e.Costs.WakeMid > 0 && e.Costs.WakeLong > 0 && e.Costs.SleepLate > 0 && e.Costs.ResumeLate > 0 {
 		return nil
 	}
 	c, err := MeasureCosts(ctx, b.base)
 	if err != nil {
 		return err
 	}
-	c = sim.Costs{Start: e.Costs.Start, Exit: e.Costs.Exit, Thread: cmp.Or(e.Costs.Thread, c.Thread), Wake: cmp.Or(e.Costs.Wake, c.Wake), WakeMid: cmp.Or(e.Costs.WakeMid, c.WakeMid), WakeLong: cmp.Or(e.Costs.WakeLong, c.WakeLong), SleepLate: cmp.Or(e.Costs.SleepLate, c.SleepLate)}
+	c = sim.Costs{Start: e.Costs.Start, Exit: e.Costs.Exit, Thread: cmp.Or(e.Costs.Thread, c.Thread), Wake: cmp.Or(e.Costs.Wake, c.Wake), WakeMid: cmp.Or(e.Costs.WakeMid, c.WakeMid), WakeLong: cmp.Or(e.Costs.WakeLong, c.WakeLong), SleepLate: cmp.Or(e.Costs.SleepLate, c.SleepLate), ResumeLate: cmp.Or(e.Costs.ResumeLate, c.ResumeLate)}
 	for _, steps := range b.steps {
 		for _, st := range steps {
 			if st.Sim != nil {

@@ -210,6 +210,9 @@ func (r *Result) WriteComparison(w io.Writer) error {
 		if sm.SleepLateNs > 0 {
 			costs += fmt.Sprintf(", each sleep ending %v late", time.Duration(sm.SleepLateNs).Round(time.Microsecond))
 		}
+		if sm.ResumeLateNs > 0 {
+			costs += fmt.Sprintf(", each throttled thread running again %v after the refill", time.Duration(sm.ResumeLateNs).Round(time.Microsecond))
+		}
 	}
 	// Each simulation has its measured run's period boundaries (Step.run).
 	reader := ""

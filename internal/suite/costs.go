@@ -23,6 +23,12 @@ const (
 	costLongWakes = 5   // long sleeps in the run of long sleeps
 	costLates     = 40  // sleeps of sim.MidSleep in the run that times them
 	costRounds    = 3   // runs of each; the median is taken
+	// The run that times a throttled thread's resumption: burns of
+	// resumeBurn, back to back, under resumeQuota per default period,
+	// resumeBurns of them (about 20 periods, each throttled).
+	resumeBurn  = 50 * time.Microsecond
+	resumeQuota = 5 * time.Millisecond
+	resumeBurns = 2000
 )
 
 // MeasureCosts measures what a thread of the built-in workloads costs
@@ -50,8 +56,11 @@ const (
 // this host 85 µs after it, the wake-up's CPU time included, where one of
 // 50 ms ends 145 to 160 µs after it: a CPU idle that long goes into a
 // deeper idle state; the 15 sleeps of 1 s, 110 to 170 µs, are too few to
-// say). Each run is made three times and the median taken (the long
-// sleeps take 15 s). A simulation compared with the lab's runs charges
+// say). Three runs of a thread throttled every period under a quota
+// (resumeLateness) give how late a throttled thread runs again after the
+// refill (sim.Costs.ResumeLate): the median over their throttles. Each
+// run is made three times and the median taken (the long sleeps take
+// 15 s). A simulation compared with the lab's runs charges
 // them (sim.Plan.WithCosts), and each run's own start and exit
 // (sim.Plan.WithRunOf).
 func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
@@ -118,12 +127,79 @@ func MeasureCosts(ctx context.Context, base lab.Config) (sim.Costs, error) {
 	if len(gaps) < costLates {
 		return sim.Costs{}, fmt.Errorf("measure a sleep's lateness: %d of the %d sleeps of %v were timed", len(gaps), costRounds*costLates, sim.MidSleep)
 	}
+	var resumes []time.Duration
+	for range costRounds {
+		r, err := resumeLateness(ctx, base)
+		if err != nil {
+			return sim.Costs{}, fmt.Errorf("measure how late a throttled thread runs again: %w", err)
+		}
+		resumes = append(resumes, r...)
+	}
+	if len(resumes) == 0 {
+		return sim.Costs{}, fmt.Errorf("measure how late a throttled thread runs again: %d runs of %d burns of %v under %v per %v saw no throttled burn", costRounds, resumeBurns, resumeBurn, resumeQuota, cgroup.DefaultPeriod)
+	}
 	c := sim.Costs{Thread: max(none, 0), Wake: max((short-none)/costWakes, time.Nanosecond)}
+	c.ResumeLate = max(median(resumes), time.Nanosecond)
 	c.WakeLong = max(median(wakes)-costBurn, c.Wake)
 	c.WakeMid = min(max((mid-none)/costLates, c.Wake), c.WakeLong)
 	// A gap is the sleep, its lateness and the wake-up's CPU time.
 	c.SleepLate = max(median(gaps)-sim.MidSleep-c.WakeMid, time.Nanosecond)
 	return c, nil
+}
+
+// resumeLateness runs one thread that burns resumeBurn after
+// resumeBurn under resumeQuota per default period, so that the group is
+// throttled every period, and returns, for each burn that a throttle
+// stopped, how long after the nearest period boundary it ran again: its
+// end less half a burn (its CPU time after the boundary is 0 to
+// resumeBurn), against the boundaries the run's timeline placed (from
+// its first kernel period's end, a period apart). That is the frame the
+// model of a compared run takes (its boundaries where the measured run
+// had them, sim.Plan.WithRunOf), so the figure holds both the kernel's
+// delay (the refill's unthrottle wakes the idle CPU: tens of µs on this
+// VM, a few tenths of a millisecond under emulation) and what the
+// timeline's boundaries miss of the refill.
+func resumeLateness(ctx context.Context, base lab.Config) ([]time.Duration, error) {
+	cfg := base
+	cfg.Limits = cgroup.Limits{Period: cgroup.DefaultPeriod, Quota: resumeQuota}
+	cfg.Workload, cfg.Command = "periodic", nil
+	cfg.WorkloadArgs = []string{"--burn-cpu", resumeBurn.String(), "--sleep", "0s", "--iterations", fmt.Sprint(resumeBurns), "--quiet"}
+	cfg.Stdout, cfg.Stderr = io.Discard, io.Discard
+	plan, err := lab.Prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := plan.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return resumesOf(tr, int64(resumeBurn)), nil
+}
+
+// resumesOf is, for each operation of tr that a throttle stopped (it
+// took over a quarter of the period), how long after the nearest
+// boundary of tr's kernel periods it ran again: its end less half of
+// burn.
+func resumesOf(tr *trace.Trace, burn int64) []time.Duration {
+	if tr.Latency == nil {
+		return nil
+	}
+	first := slices.IndexFunc(tr.Periods, func(p trace.Period) bool { return p.Kernel })
+	if first < 0 {
+		return nil
+	}
+	period := tr.Limits.Cgroup().PeriodOrDefault().Nanoseconds()
+	grid := tr.Periods[first].EndNs
+	var out []time.Duration
+	for _, op := range tr.Latency.Samples {
+		if op.WallNs < period/4 {
+			continue
+		}
+		at := op.StartNs + op.WallNs - burn/2 - grid
+		d := ((at+period/2)%period+period)%period - period/2
+		out = append(out, time.Duration(d))
+	}
+	return out
 }
 
 // median is the middle of ds (the upper one of an even count), sorted.

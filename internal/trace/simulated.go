@@ -79,6 +79,10 @@ type Simulated struct {
 	WakeCPUNs     int64 `json:"wake_cpu_ns,omitempty"`
 	WakeMidCPUNs  int64 `json:"wake_mid_cpu_ns,omitempty"`
 	WakeLongCPUNs int64 `json:"wake_long_cpu_ns,omitempty"`
+	// ResumeLateNs is how long after the refill that unthrottled its CPU
+	// a stopped thread ran again (absent: at once; cfsprobe simulate
+	// --resume-late, or as measured on this host by suite --compare).
+	ResumeLateNs int64 `json:"resume_late_ns,omitempty"`
 }
 
 // QuantileNs is a duration at a quantile of its distribution: a fraction

@@ -723,6 +723,9 @@ func (t *Tracker) Grid() (phase, half int64, ok bool) {
 	return mod(t.phase.lo+t.phase.w/2, t.period), t.phase.w/2 + 1, true
 }
 
+// Period is the period the tracker was made for.
+func (t *Tracker) Period() int64 { return t.period }
+
 // gridPinned is how narrowly the grid must be known for Grid to report
 // it.
 const gridPinned = 2 * int64(time.Millisecond)
