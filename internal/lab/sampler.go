@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,10 +40,15 @@ type sampler struct {
 	// grid follows the readings of a group with a quota, for where its
 	// period boundaries are (trace.Tracker.Grid): the loop reads just
 	// before and just after each (focusAt). nil: no quota.
-	grid    *trace.Tracker
-	done    chan struct{}
-	stopped chan struct{}
-	once    sync.Once
+	grid *trace.Tracker
+	// lates are how late the latest readings around boundaries came
+	// after the time they were aimed at (focusAt, noteLate), a ring:
+	// nLates of them hold one, the next goes to lateNext.
+	lates            [16]int64
+	nLates, lateNext int
+	done             chan struct{}
+	stopped          chan struct{}
+	once             sync.Once
 }
 
 // newSampler reads g every interval (on average) from t0; l are its
@@ -65,27 +71,36 @@ func (s *sampler) add(st cgroup.Stat, t int64) {
 }
 
 // focusStraddle is how far before and after a period boundary the
-// reader reads once the boundaries' grid is known.
+// reader reads once the grid of the boundaries is known, however widely
+// (trace.Tracker.Phase).
 const focusStraddle = 30 * time.Microsecond
 
 // focusAt is when, after the newest reading, the reader reads next to
 // pin the group's period boundaries down (relative to t0): focusStraddle
 // before the next boundary on the grid known so far, or as far after the
-// one just passed. The random readings alone put a boundary between the
-// two closest to it on either side over the run, which the timeline
-// places half-way: a quarter of a millisecond off after 20 periods, a
-// tenth after 100, where the model of a run compared with it
-// (sim.Plan.WithRunOf) needs it to a few tens of µs (a burst cut by a
-// boundary is throttled or not by that much). A pair of readings that
-// close to where the grid says shrinks the interval the boundary is known
-// to lie in to 60 µs when it lies between them, and moves its nearer
-// side to the middle of the interval when it does not: known to a few
-// tens of µs within some periods. False: the grid is not known yet.
+// one just passed.
+//
+// The random readings alone put a boundary between the two closest to it
+// on either side over the run, which the timeline places half-way: a
+// quarter of a millisecond off after 20 periods, a tenth after 100, where
+// the model of a run compared with it (sim.Plan.WithRunOf) needs it to a
+// few tens of µs (a burst cut by a boundary is throttled or not by that
+// much). A pair of readings that close to where the grid is believed to
+// be shrinks the interval the boundary is known to lie in to 60 µs when
+// it lies between them, and moves its nearer side to the middle of the
+// interval when it does not: a bisection, to a few tens of µs within
+// some periods.
+//
+// A reader wakes late, by 50 to 250 µs in a test on this host: the
+// reading before a boundary is aimed earlier by what the latest such
+// readings took beyond their aim at the most (but for two of 16), and
+// the one after it by what they took at the least (but for two), so
+// that they fall on either side of it. False: no grid yet.
 func (s *sampler) focusAt() (int64, bool) {
 	if s.grid == nil {
 		return 0, false
 	}
-	ph, _, ok := s.grid.Grid()
+	ph, _, ok := s.grid.Phase()
 	if !ok {
 		return 0, false
 	}
@@ -97,10 +112,23 @@ func (s *sampler) focusAt() (int64, bool) {
 	st := int64(focusStraddle)
 	// The boundary whose after-reading is the first still to come.
 	b := ph + (floorDiv(last-st-ph, period)+1)*period
-	if b-st > last {
-		return b - st, true
+	lo, hi := int64(0), int64(0)
+	if n := s.nLates; n > 0 {
+		l := slices.Clone(s.lates[:n])
+		slices.Sort(l)
+		lo, hi = l[min(2, n-1)], l[max(n-3, 0)]
 	}
-	return b + st, true
+	if b-st > last {
+		return b - st - hi, true
+	}
+	return b + st - lo, true
+}
+
+// noteLate records how late a reading aimed at aim came (focusAt).
+func (s *sampler) noteLate(aim int64) {
+	s.lates[s.lateNext] = max(s.samples[len(s.samples)-1].T-aim, 0)
+	s.lateNext = (s.lateNext + 1) % len(s.lates)
+	s.nLates = min(s.nLates+1, len(s.lates))
 }
 
 // floorDiv is x / y rounded down (y > 0).
@@ -185,11 +213,11 @@ func (s *sampler) loop() {
 		}
 		// A reading around a boundary comes first when it is due first;
 		// the regular one is still to come after it.
-		focused := false
+		focused, aim := false, int64(0)
 		s.mu.Lock()
 		if at, ok := s.focusAt(); ok {
 			if f := time.Duration(s.t0 + at - workload.ClockMono()); f < d {
-				d, focused = max(f, 0), true
+				d, focused, aim = max(f, 0), true, at
 			}
 		}
 		s.mu.Unlock()
@@ -221,6 +249,13 @@ func (s *sampler) loop() {
 			restore = s.place()
 		}
 		s.sampleNow()
+		if focused {
+			s.mu.Lock()
+			if len(s.samples) > 0 {
+				s.noteLate(aim)
+			}
+			s.mu.Unlock()
+		}
 	}
 }
 

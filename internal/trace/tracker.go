@@ -717,7 +717,17 @@ func overlaps(a, x arc, p int64) bool {
 // have pinned them down (to within gridPinned, confirmed three times): at
 // phase + k*period, give or take half. A miss unpins it.
 func (t *Tracker) Grid() (phase, half int64, ok bool) {
-	if !t.havePhase || t.misses > 0 || t.confirms < 3 || t.phase.w > gridPinned {
+	if phase, half, ok = t.Phase(); !ok || 2*(half-1) > gridPinned {
+		return 0, 0, false
+	}
+	return phase, half, true
+}
+
+// Phase is Grid however widely the grid is known yet: where most of the
+// latest intervals that saw a boundary agree it lies, confirmed three
+// times (a reader that bisects it: the lab's).
+func (t *Tracker) Phase() (phase, half int64, ok bool) {
+	if !t.havePhase || t.misses > 0 || t.confirms < 3 {
 		return 0, 0, false
 	}
 	return mod(t.phase.lo+t.phase.w/2, t.period), t.phase.w/2 + 1, true
