@@ -173,9 +173,10 @@ type costFlags struct{ costs, events []string }
 func (c *costFlags) learn(sim map[string]*trace.Trace) {
 	for _, tr := range sim {
 		sm := tr.Spec.Simulated
-		if c.costs == nil && sm.ThreadCPUNs > 0 && sm.WakeCPUNs > 0 && sm.WakeMidCPUNs > 0 && sm.WakeLongCPUNs > 0 && sm.SleepLateNs > 0 {
+		if c.costs == nil && sm.ThreadCPUNs > 0 && sm.WakeCPUNs > 0 && sm.WakeMidCPUNs > 0 && sm.WakeLongCPUNs > 0 && sm.SleepLateNs > 0 && sm.ResumeLateNs > 0 {
 			c.costs = []string{"--thread-cpu", nsArg(sm.ThreadCPUNs), "--wake-cpu", nsArg(sm.WakeCPUNs),
-				"--wake-cpu-mid", nsArg(sm.WakeMidCPUNs), "--wake-cpu-long", nsArg(sm.WakeLongCPUNs), "--sleep-late", nsArg(sm.SleepLateNs)}
+				"--wake-cpu-mid", nsArg(sm.WakeMidCPUNs), "--wake-cpu-long", nsArg(sm.WakeLongCPUNs), "--sleep-late", nsArg(sm.SleepLateNs),
+				"--resume-late", nsArg(sm.ResumeLateNs)}
 		}
 		if c.events == nil && len(sm.EventCPUQuantiles) > 0 {
 			c.events = []string{"--event-cpu-quantiles", quantilesArg(sm.EventCPUQuantiles)}
