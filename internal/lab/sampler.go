@@ -43,9 +43,11 @@ type sampler struct {
 	grid *trace.Tracker
 	// lates are how late the latest readings around boundaries came
 	// after the time they were aimed at (focusAt, noteLate), a ring:
-	// nLates of them hold one, the next goes to lateNext.
+	// nLates of them hold one, the next goes to lateNext. lateLo and
+	// lateHi are the least and the most of them but for two each.
 	lates            [16]int64
 	nLates, lateNext int
+	lateLo, lateHi   int64
 	done             chan struct{}
 	stopped          chan struct{}
 	once             sync.Once
@@ -97,51 +99,36 @@ const focusStraddle = 30 * time.Microsecond
 // the one after it by what they took at the least (but for two), so
 // that they fall on either side of it. False: no grid yet.
 func (s *sampler) focusAt() (int64, bool) {
-	if s.grid == nil {
-		return 0, false
-	}
-	ph, _, ok := s.grid.Phase()
-	if !ok {
-		return 0, false
-	}
-	period := s.grid.Period()
-	if len(s.samples) == 0 {
+	if s.grid == nil || len(s.samples) == 0 {
 		return 0, false
 	}
 	last := s.samples[len(s.samples)-1].T
 	st := int64(focusStraddle)
 	// The boundary whose after-reading is the first still to come.
-	b := ph + (floorDiv(last-st-ph, period)+1)*period
-	lo, hi := int64(0), int64(0)
-	if n := s.nLates; n > 0 {
-		l := slices.Clone(s.lates[:n])
-		slices.Sort(l)
-		lo, hi = l[min(2, n-1)], l[max(n-3, 0)]
+	b, ok := s.grid.BoundaryAfter(last - st)
+	if !ok {
+		return 0, false
 	}
 	if b-st > last {
-		return b - st - hi, true
+		return b - st - s.lateHi, true
 	}
-	return b + st - lo, true
+	return b + st - s.lateLo, true
 }
 
-// noteLate records how late a reading aimed at aim came (focusAt).
+// noteLate records how late the newest reading, aimed at aim, came
+// (focusAt).
 func (s *sampler) noteLate(aim int64) {
 	s.lates[s.lateNext] = max(s.samples[len(s.samples)-1].T-aim, 0)
 	s.lateNext = (s.lateNext + 1) % len(s.lates)
 	s.nLates = min(s.nLates+1, len(s.lates))
+	l := slices.Clone(s.lates[:s.nLates])
+	slices.Sort(l)
+	n := len(l)
+	s.lateLo, s.lateHi = l[min(2, n-1)], l[max(n-3, 0)]
 }
 
-// floorDiv is x / y rounded down (y > 0).
-func floorDiv(x, y int64) int64 {
-	q := x / y
-	if x%y != 0 && x < 0 {
-		q--
-	}
-	return q
-}
-
-// sampleNow takes one reading.
-func (s *sampler) sampleNow() {
+// sampleNow takes one reading; false: it failed (the sampler's error).
+func (s *sampler) sampleNow() bool {
 	// Stamped with the middle of the read: the counters were read at some
 	// instant between the two clocks.
 	t1 := workload.ClockMono()
@@ -153,9 +140,10 @@ func (s *sampler) sampleNow() {
 		if s.err == nil {
 			s.err = err
 		}
-		return
+		return false
 	}
 	s.add(st, t)
+	return true
 }
 
 // loop samples until stop. It sleeps to absolute deadlines so the
@@ -248,12 +236,9 @@ func (s *sampler) loop() {
 			// it waits on (realtime, apart).
 			restore = s.place()
 		}
-		s.sampleNow()
-		if focused {
+		if s.sampleNow() && focused {
 			s.mu.Lock()
-			if len(s.samples) > 0 {
-				s.noteLate(aim)
-			}
+			s.noteLate(aim)
 			s.mu.Unlock()
 		}
 	}

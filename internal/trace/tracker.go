@@ -733,8 +733,14 @@ func (t *Tracker) Phase() (phase, half int64, ok bool) {
 	return mod(t.phase.lo+t.phase.w/2, t.period), t.phase.w/2 + 1, true
 }
 
-// Period is the period the tracker was made for.
-func (t *Tracker) Period() int64 { return t.period }
+// BoundaryAfter is the first period boundary after x on the grid Phase
+// reports; false: no phase yet.
+func (t *Tracker) BoundaryAfter(x int64) (int64, bool) {
+	if _, _, ok := t.Phase(); !ok {
+		return 0, false
+	}
+	return t.gridAtOrBefore(x) + t.period, true
+}
 
 // gridPinned is how narrowly the grid must be known for Grid to report
 // it.

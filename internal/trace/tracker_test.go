@@ -419,3 +419,30 @@ func TestTrackerIdleBeforeThrottle(t *testing.T) {
 		t.Errorf("the period the group ran in: throttled %v, usage %v; want true, the 1.47ms of the 2.5ms it used that the readings place before its end", p.Throttled, time.Duration(p.UsageNs))
 	}
 }
+
+// BoundaryAfter says nothing before the readings agree where the grid
+// is, and then the first boundary after a time, on the group's grid
+// give or take the width it is known to.
+func TestBoundaryAfter(t *testing.T) {
+	g := tracetest.Group{Period: 100 * tms, Phase: 37 * tms, CPUs: 1,
+		Usage: tracetest.Const(5 * tms), Throttled: tracetest.Never}
+	tr := NewTracker(TrackerConfig{Period: g.Period, Quota: 20 * tms})
+	if _, ok := tr.BoundaryAfter(0); ok {
+		t.Fatal("a boundary before any reading")
+	}
+	for _, s := range g.Samples(0, 30, true, 1) {
+		tr.Add(s, func(Period) {})
+	}
+	_, half, ok := tr.Phase()
+	if !ok {
+		t.Fatal("no phase after 30 periods")
+	}
+	p := int64(g.Period)
+	for _, x := range []int64{0, int64(37 * tms), int64(37*tms) + 1, 1234567891} {
+		b, ok := tr.BoundaryAfter(x)
+		off := (b - int64(g.Phase)) % p // from the grid point before it
+		if !ok || b <= x || b-x > p || min(off, p-off) > half {
+			t.Errorf("BoundaryAfter(%d) = %d, %v; want the first after it, within %d of %v + k*%v", x, b, ok, half, g.Phase, g.Period)
+		}
+	}
+}
