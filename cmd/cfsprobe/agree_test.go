@@ -238,15 +238,16 @@ func setAside(m, s *trace.Trace, figs []suite.Figure) string {
 		h.longest, h.lost, figureLine(without))
 }
 
-// settled says whether another run could change the judgement of any
-// scenario (scenarioJudgement's settled).
-func (a *agreement) settled() bool {
-	for _, j := range a.scenarios {
-		if !j.settled() {
-			return false
+// unsettled are the scenarios whose judgement another run could change
+// (scenarioJudgement's settled), sorted.
+func (a *agreement) unsettled() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(a.scenarios)) {
+		if !a.scenarios[name].settled() {
+			out = append(out, name)
 		}
 	}
-	return true
+	return out
 }
 
 // judge fails the test for each scenario whose undisturbed measurements

@@ -16,6 +16,7 @@ import (
 func newSuiteCmd() *cobra.Command {
 	var list, quick, asJSON, simulate, compare bool
 	var show, file, outDir, parent, reportPath string
+	var scenarios []string
 	var sf simFlags
 	c := &cobra.Command{
 		Use:   "suite NAME... | suite -f FILE | suite --list | suite --show NAME",
@@ -27,7 +28,8 @@ and run with -f (the format is in docs/suites.md). Values scale with the host:
 {cpus} is its number of CPUs, so a suite means the same on 2 CPUs as on 64.
 
 --quick runs the short form (about a minute per suite); without it, the
-durations of the write-ups. On a terminal a progress bar shows the ETA. Ctrl-C
+durations of the write-ups. --scenario runs only the scenarios named (and
+those their comparisons are relative to), to measure a part of a suite again. On a terminal a progress bar shows the ETA. Ctrl-C
 stops the run in progress (its cgroup is removed) and keeps what finished.
 
 --simulate runs every scenario on cfsprobe simulate's model instead of a real
@@ -51,12 +53,16 @@ error in the input (nothing runs), 130/143 when interrupted.`,
   sudo cfsprobe suite threads-vs-quota --out results/
   cfsprobe suite --show burst > my-burst.yaml && sudo cfsprobe suite -f my-burst.yaml
   cfsprobe suite threads-vs-quota --simulate --kernel 4.18 --host-cpus 64
-  sudo cfsprobe suite bursty-limits --quick --compare`,
+  sudo cfsprobe suite bursty-limits --quick --compare
+  sudo cfsprobe suite bursty-limits --quick --scenario B-moderate,C-aggressive`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			out := c.OutOrStdout()
 			if (list || show != "") && len(args) > 0 {
 				return usageErr("--list and --show take no suite names, but got %q (see: cfsprobe suite --help)", args[0])
+			}
+			if (list || show != "") && len(scenarios) > 0 {
+				return usageErr("--scenario picks the scenarios to run, and --list and --show run none: drop one")
 			}
 			switch {
 			case list:
@@ -89,6 +95,12 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 			}
 			if len(suites) == 0 {
 				return usageErr("name a suite (cfsprobe suite --list) or give -f FILE")
+			}
+			if len(scenarios) > 0 {
+				var err error
+				if suites, err = suite.Select(suites, scenarios); err != nil {
+					return &exitError{2, err}
+				}
 			}
 			if err := checkParent(parent); err != nil {
 				return err
@@ -146,6 +158,7 @@ error in the input (nothing runs), 130/143 when interrupted.`,
 	f.StringVar(&show, "show", "", "print a built-in suite's YAML")
 	f.StringVarP(&file, "file", "f", "", "run the suite in this scenario file")
 	f.BoolVar(&quick, "quick", false, "short form: about a minute per suite")
+	f.StringSliceVar(&scenarios, "scenario", nil, "run only these scenarios (NAME,NAME or repeated), and those they compare to")
 	f.StringVarP(&outDir, "out", "o", "", "save every trace in this directory")
 	f.BoolVar(&asJSON, "json", false, "print the traces (with verdicts) as a JSON array instead of the table")
 	f.StringVar(&parent, "parent", cgroup.DefaultParent, "group under which the runs' groups are created")

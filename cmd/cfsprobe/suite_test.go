@@ -62,7 +62,8 @@ type compared struct {
 	// it was: agreement.judge).
 	unjudged string
 	// finding: a run that nothing disturbed missed an expectation that
-	// runCompared's final takes; traces are that run's.
+	// runCompared's final takes; traces are that run's (and, where it
+	// ran a part of the suite, the other scenarios' as above).
 	finding bool
 }
 
@@ -87,9 +88,11 @@ func (c compared) verdict(t *testing.T) *verdict {
 // each after the machine was quiet (awaitQuiet), and judges the
 // agreement. The scenarios are runs of their own, one after another: a
 // neighbour's burst that disturbs one attempt's A and the next one's C
-// leaves each met once. A missed expectation that final takes, in a run
-// that nothing disturbed, is a finding, not noise: it is not measured
-// again, and that run is what runCompared returns.
+// leaves each met once. After the first attempt, only the scenarios
+// still to settle or to meet their expectations run again (suite
+// --scenario). A missed expectation that final takes, in a run that
+// nothing disturbed, is a finding, not noise: it is not measured again,
+// and that run is what runCompared returns.
 func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name string, args ...string) compared {
 	t.Helper()
 	ag := newAgreement(t, name)
@@ -108,14 +111,18 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 		}
 		return r
 	}
+	var again []string // the scenarios the next attempt runs (nil: all)
 	for attempt := 1; ; attempt++ {
 		awaitQuiet(t)
 		flags := slices.Concat(args, []string{"--quick", "--compare"}, hostCosts.costs, hostCosts.events)
+		if again != nil {
+			flags = append(flags, "--scenario", strings.Join(again, ","))
+		}
 		r, cur, sim := runSuite(t, -1, flags...)
 		hostCosts.learn(sim)
 		ag.add(cur, sim)
-		allMet := len(missedExpectations(cur, nil)) == 0 && len(missedExpectations(sim, nil)) == 0
-		if allMet || !c.allMet {
+		// The whole suite's output only: a part's verdict is the part's.
+		if allMet := len(missedExpectations(cur, nil)) == 0 && len(missedExpectations(sim, nil)) == 0; again == nil && (allMet || !c.allMet) {
 			c.out, c.allMet = r, allMet
 		}
 		why := map[string]string{} // what disturbed each run ("": nothing)
@@ -126,7 +133,10 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 			}
 		}
 		if final != nil && anyMissed(undisturbed, final) {
-			c = compared{traces: cur, out: r, finding: true}
+			// This run's traces, and for a part, the others' kept ones.
+			traces := maps.Clone(c.traces)
+			maps.Copy(traces, cur)
+			c = compared{traces: traces, out: r, finding: true}
 			break
 		}
 		for n, x := range cur {
@@ -141,7 +151,8 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 			}
 		}
 		missed := missedExpectations(c.traces, accept)
-		if len(missed) == 0 && ag.settled() || attempt == suiteAttempts() {
+		unsettled := ag.unsettled()
+		if len(missed) == 0 && len(unsettled) == 0 || attempt == suiteAttempts() {
 			break
 		}
 		// A shared 2-CPU machine: a neighbour's burst shows as a slow
@@ -149,7 +160,15 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 		// again, the host's costs too: what disturbed the run may have
 		// disturbed their measurement, and its 22 s give a neighbour's
 		// burst time to end.
-		t.Logf("%s, attempt %d: expectations never met %v, agreement settled %v: measuring again", name, attempt, missed, ag.settled())
+		again = []string{}
+		for _, n := range slices.Concat(unsettled, missed) {
+			n, _, _ = strings.Cut(n, ": ") // a missed expectation's scenario
+			n, _, _ = strings.Cut(n, "#")  // a repetition's
+			if !slices.Contains(again, n) {
+				again = append(again, n)
+			}
+		}
+		t.Logf("%s, attempt %d: expectations never met %v, agreement unsettled for %v: measuring %v again", name, attempt, missed, unsettled, again)
 		hostCosts = costFlags{}
 	}
 	c.unjudged = ag.judge()

@@ -403,3 +403,52 @@ func LoadFile(path string) (*Suite, error) {
 	}
 	return Parse(path, b)
 }
+
+// Select keeps, of each suite, the scenarios named and those their
+// comparisons are relative to (burst's burst-20ms brings no-burst): a
+// part of a suite run again, without the rest. A name that no suite has
+// is an error that lists the scenarios they have; a suite left with
+// none is dropped.
+func Select(suites []*Suite, names []string) ([]*Suite, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	found := map[string]bool{}
+	var out []*Suite
+	for _, s := range suites {
+		keep := map[string]bool{}
+		for _, sc := range s.Scenarios {
+			if want[sc.Name] {
+				found[sc.Name] = true
+				keep[sc.Name] = true
+				for _, c := range sc.Compare {
+					keep[c.To] = true
+				}
+			}
+		}
+		if len(keep) == 0 {
+			continue
+		}
+		part := *s
+		part.Scenarios = nil
+		for _, sc := range s.Scenarios {
+			if keep[sc.Name] {
+				part.Scenarios = append(part.Scenarios, sc)
+			}
+		}
+		out = append(out, &part)
+	}
+	for _, n := range names {
+		if !found[n] {
+			var have []string
+			for _, s := range suites {
+				for _, sc := range s.Scenarios {
+					have = append(have, sc.Name)
+				}
+			}
+			return nil, fmt.Errorf("no scenario %q in the suite(s) given: their scenarios are %s", n, strings.Join(have, ", "))
+		}
+	}
+	return out, nil
+}

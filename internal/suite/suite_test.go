@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,5 +133,46 @@ func TestExpand(t *testing.T) {
 		if _, err := s.expand(bad, Env{CPUs: 2}); err == nil {
 			t.Errorf("expand(%q): no error", bad)
 		}
+	}
+}
+
+// Select keeps the scenarios named and those they compare to, drops a
+// suite left with none, and names the scenarios there are when a name
+// is not one of them.
+func TestSelect(t *testing.T) {
+	burst, err := Load("burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, err := Load("bursty-limits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(ss []*Suite) (out []string) {
+		for _, s := range ss {
+			for _, sc := range s.Scenarios {
+				out = append(out, s.Suite+"/"+sc.Name)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		pick []string
+		want []string
+	}{
+		{[]string{"burst-20ms"}, []string{"burst/no-burst", "burst/burst-20ms"}},
+		{[]string{"no-burst"}, []string{"burst/no-burst"}},
+		{[]string{"C-aggressive", "B-moderate"}, []string{"bursty-limits/B-moderate", "bursty-limits/C-aggressive"}},
+	} {
+		got, err := Select([]*Suite{burst, bl}, tc.pick)
+		if err != nil || !slices.Equal(names(got), tc.want) {
+			t.Errorf("Select(%v) = %v, %v; want %v", tc.pick, names(got), err, tc.want)
+		}
+	}
+	if len(burst.Scenarios) != 2 || len(bl.Scenarios) != 4 {
+		t.Errorf("Select changed the suites it was given: %d and %d scenarios", len(burst.Scenarios), len(bl.Scenarios))
+	}
+	if _, err := Select([]*Suite{burst}, []string{"no-burst", "A-unlimited"}); err == nil || !strings.Contains(err.Error(), `"A-unlimited"`) || !strings.Contains(err.Error(), "no-burst, burst-20ms") {
+		t.Errorf("an unknown scenario: %v", err)
 	}
 }
