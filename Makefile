@@ -148,8 +148,10 @@ deps:
 # 1,100 to 1,200 s, most of it the tests that measure (the suites
 # measured and simulated, the recommender's reruns, the fleet's three
 # minutes under Prometheus, the Kubernetes node); the guest 280 to 460 s
-# (the four suites' tests measure a suite again where the model and the
-# guest's kernel part: 284 to 454 s on 2026-12-01). On a machine with
+# (the four suites' tests measure again the scenarios where the model and
+# the guest's kernel part, and those other work disturbed: 284 to 454 s
+# on 2026-12-01 when they measured the whole suite again; on 2026-12-03
+# 425 and 538 s measuring only those scenarios, against 591 s before). On a machine with
 # nothing, after make deps had installed the packages and modules
 # (2026-12-01, 06:19 UTC): test-untimed 807 s, test-unit 1,169 s, the
 # guest 430 s, 2,406 s in all.

@@ -29,8 +29,9 @@ and run with -f (the format is in docs/suites.md). Values scale with the host:
 
 --quick runs the short form (about a minute per suite); without it, the
 durations of the write-ups. --scenario runs only the scenarios named (and
-those their comparisons are relative to), to measure a part of a suite again. On a terminal a progress bar shows the ETA. Ctrl-C
-stops the run in progress (its cgroup is removed) and keeps what finished.
+those their comparisons are relative to), to measure a part of a suite
+again. On a terminal a progress bar shows the ETA. Ctrl-C stops the run in
+progress (its cgroup is removed) and keeps what finished.
 
 --simulate runs every scenario on cfsprobe simulate's model instead of a real
 cgroup (no root needed; --kernel, --host-cpus, --seed as for simulate; {cpus}
