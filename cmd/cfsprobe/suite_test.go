@@ -103,7 +103,7 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 	clean, kept := map[string]bool{}, map[string]int{}
 	rank := func(x *trace.Trace, disturbed string) int {
 		r := 0
-		if len(missedExpectations(map[string]*trace.Trace{"": x}, accept)) == 0 {
+		if len(unmet(x, accept)) == 0 {
 			r += 2
 		}
 		if disturbed == "" {
@@ -160,14 +160,13 @@ func runCompared(t *testing.T, accept, final func(trace.Expectation) bool, name 
 		// again, the host's costs too: what disturbed the run may have
 		// disturbed their measurement, and its 22 s give a neighbour's
 		// burst time to end.
-		again = []string{}
-		for _, n := range slices.Concat(unsettled, missed) {
-			n, _, _ = strings.Cut(n, ": ") // a missed expectation's scenario
-			n, _, _ = strings.Cut(n, "#")  // a repetition's
-			if !slices.Contains(again, n) {
+		again = slices.Clone(unsettled)
+		for n, x := range c.traces {
+			if len(unmet(x, accept)) > 0 && !slices.Contains(again, n) {
 				again = append(again, n)
 			}
 		}
+		slices.Sort(again)
 		t.Logf("%s, attempt %d: expectations never met %v, agreement unsettled for %v: measuring %v again", name, attempt, missed, unsettled, again)
 		hostCosts = costFlags{}
 	}
@@ -217,17 +216,28 @@ func quantilesArg(q []trace.QuantileNs) string {
 }
 
 // missedExpectations lists the measured runs' expectations that were not
-// met, but those accept takes (nil: none).
+// met, but those accept takes (nil: none), each after its scenario's
+// name.
 func missedExpectations(tr map[string]*trace.Trace, accept func(trace.Expectation) bool) []string {
-	var missed []string
+	var out []string
 	for _, name := range slices.Sorted(maps.Keys(tr)) {
-		for _, e := range tr[name].Scenario.Expectations {
-			if !e.OK && (accept == nil || !accept(e)) {
-				missed = append(missed, name+": "+e.Text)
-			}
+		for _, e := range unmet(tr[name], accept) {
+			out = append(out, name+": "+e)
 		}
 	}
-	return missed
+	return out
+}
+
+// unmet lists a measured run's expectations that were not met, but
+// those accept takes (nil: none).
+func unmet(x *trace.Trace, accept func(trace.Expectation) bool) []string {
+	var out []string
+	for _, e := range x.Scenario.Expectations {
+		if !e.OK && (accept == nil || !accept(e)) {
+			out = append(out, e.Text)
+		}
+	}
+	return out
 }
 
 // anyMissed says whether a measured run missed an expectation that f

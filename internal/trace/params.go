@@ -44,8 +44,22 @@ func (p Params) Threads() int {
 	return 0
 }
 
+// WallBurn is how long an operation of wall time spins: a periodic
+// burn's Burn, a bursty burst's On; 0 when the workload's operations are
+// of CPU time (BurnCPU, OnCPU: the workload records Burn's and On's
+// defaults beside them, which it does not use) or are neither.
+func (p Params) WallBurn() time.Duration {
+	switch {
+	case p.Periodic != nil && p.Periodic.BurnCPU <= 0:
+		return p.Periodic.Burn
+	case p.Bursty != nil && p.Bursty.OnCPU <= 0:
+		return p.Bursty.On
+	}
+	return 0
+}
+
 // PeriodicParams: each of Threads threads burns CPU for Burn of wall time
-// (or BurnCPU of its own CPU time, when Burn is 0), sleeps Sleep, and
+// (or BurnCPU of its own CPU time, when that is set), sleeps Sleep, and
 // repeats, Iterations burns in all.
 type PeriodicParams struct {
 	Burn       time.Duration `json:"burn_ns"`
@@ -59,7 +73,7 @@ type PeriodicParams struct {
 }
 
 // BurstyParams: each of Threads threads is busy for On of wall time (or
-// OnCPU of its own CPU time, when On is 0), idles for Off, give or take
+// OnCPU of its own CPU time, when that is set), idles for Off, give or take
 // up to Jitter drawn from Seed, until Duration has passed; or, when Every
 // is set (Off and Jitter 0), starts its k-th burst k × Every after the
 // start, at once when the one before ended later (an open loop). Pin

@@ -172,3 +172,25 @@ func TestSpecDecode(t *testing.T) {
 		}
 	}
 }
+
+// An operation of wall time spins for --burn or --on; one of CPU time
+// (--burn-cpu, --on-cpu) is not one, though the workload records the
+// default --burn or --on beside it.
+func TestWallBurn(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		p    Params
+		want time.Duration
+	}{
+		{Params{Periodic: &PeriodicParams{Burn: 5 * ms}}, 5 * ms},
+		{Params{Periodic: &PeriodicParams{Burn: 5 * ms, BurnCPU: 2 * ms}}, 0},
+		{Params{Bursty: &BurstyParams{On: 50 * ms}}, 50 * ms},
+		{Params{Bursty: &BurstyParams{On: 50 * ms, OnCPU: 30 * ms}}, 0},
+		{Params{Parallel: &ParallelParams{Threads: 2}}, 0},
+		{Params{}, 0},
+	} {
+		if got := c.p.WallBurn(); got != c.want {
+			t.Errorf("%+v: %v, want %v", c.p, got, c.want)
+		}
+	}
+}
