@@ -564,3 +564,34 @@ func TestResumeLate(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundariesWhereTheModelHasThem: the timeline places every period
+// boundary where the model's period timer fired, to the nanosecond, also
+// where a regular reading falls just after a boundary: the reading just
+// after it must not be preceded by one there, or the interval that saw
+// the boundary is lopsided, and trace.BuildTimeline, which places a
+// boundary at the middle of where the intervals meet, places every one
+// off it (a CI run of 2026-12-03: 692 ns early, a regular reading 8.6 µs
+// after the boundary where the one before was 10 µs before it).
+func TestBoundariesWhereTheModelHasThem(t *testing.T) {
+	for _, after := range []time.Duration{0, 1, 3 * time.Microsecond, 8616, 9999, 10 * time.Microsecond, 15 * time.Microsecond} {
+		// Regular readings every 10 ms, at multiples of it; the periods
+		// end `after` before them.
+		c := Config{Era: Era6_18, CPUs: 2, Limits: cgroup.Limits{Quota: 20 * time.Millisecond, Period: 100 * time.Millisecond},
+			Duration: 2 * time.Second, Seed: 3, Phase: 100*time.Millisecond - after, SampleEvery: 10 * time.Millisecond}
+		r, err := Run(c, []Thread{{Pin: 0, Behavior: busy{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := timeline(r, c)
+		if len(ps) < 15 {
+			t.Fatalf("after %v: %d periods in 2 s, want about 20", after, len(ps))
+		}
+		for i, p := range ps {
+			if off := (p.EndNs - int64(c.Phase)) % int64(c.Limits.Period); off != 0 {
+				t.Errorf("after %v: period %d ends at %v, %v off the model's boundaries", after, i, time.Duration(p.EndNs), time.Duration(off))
+				break
+			}
+		}
+	}
+}
