@@ -333,7 +333,7 @@ func (e *engine) armSample() {
 	if e.nextRegular <= e.now { // regular readings left out while quiet
 		e.nextRegular = (e.now/e.every + 1) * e.every
 	}
-	t := min(e.nextRegular, e.afterAt)
+	t := e.nextRegular
 	if e.afterAt != never {
 		// Nothing between a boundary and the reading just after it: a
 		// regular reading there would make the interval that saw the
