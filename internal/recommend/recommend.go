@@ -255,10 +255,12 @@ func (g *Group) demandReadFromTrace() bool {
 // loop whose work ends just past a whole number of quotas shows too (it
 // has little left for the period after its stretch), and a loop that runs
 // for a time whose deadlines often fall after the refill too. The two
-// readings then bound the demand: timed the most, closed the least.
+// readings then bound the demand: timed the most, closed the least. A
+// group throttled nearly always (trace.Stretches.Unrelieved) is not: its
+// stretches' ends are not its work done.
 func (g *Group) ambiguousTimed() bool {
 	st := g.Model.Stretches
-	return g.demandReadFromTrace() && g.Model.Demand == string(sim.DemandTimed) && st != nil && 2*st.CaughtUp >= st.Ended
+	return g.demandReadFromTrace() && g.Model.Demand == string(sim.DemandTimed) && st != nil && 2*st.CaughtUp >= st.Ended && !st.Unrelieved()
 }
 
 // RecommendAll advises every input, concurrently; the groups are in the
@@ -439,6 +441,10 @@ const cutApart = 2
 //     throttled: the end cuts the last one short) but not that long is
 //     the end's doing (a burst under a tight limit, recorded in the
 //     middle of one): the stretches that ended decide.
+//   - A group throttled in nearly all its periods, the cut stretch's
+//     included, is timed however its stretches ended
+//     (trace.Stretches.Unrelieved): its few unthrottled periods are ones
+//     other work kept it from its quota.
 //
 // Without throttling every method replays the usage as it was (open).
 func demandOf(tr *trace.Trace) (sim.Demand, string, *trace.Stretches) {
@@ -485,9 +491,14 @@ func demandOf(tr *trace.Trace) (sim.Demand, string, *trace.Stretches) {
 	for _, p := range ps[:n] {
 		st.Add(p, quota)
 	}
+	for _, p := range ps[n:] {
+		st.Count(p)
+	}
 	switch {
 	case st.Ended == 0:
 		return sim.DemandOpen, "no throttled period", nil
+	case st.Unrelieved():
+		return sim.DemandTimed, fmt.Sprintf("%d of %d throttled stretches caught up after, but it was throttled in %d of %d periods, never relieved for long", st.CaughtUp, st.Ended, st.Throttled, st.Periods), &st
 	case st.Closed():
 		return sim.DemandClosed, fmt.Sprintf("%d of %d throttled stretches caught up after", st.CaughtUp, st.Ended), &st
 	}

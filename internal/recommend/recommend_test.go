@@ -533,6 +533,22 @@ func TestDemandOfRecordings(t *testing.T) {
 	if d, why, _ := demandOf(&all); d != sim.DemandTimed {
 		t.Errorf("throttled in every period: %s (%s), want timed", d, why)
 	}
+	// Throttled in every period of 100 but one, after which it used the
+	// quota (a busy group that other work once kept from its quota, as
+	// the fleet test's busy4-tight on 2026-12-03): its one stretch that
+	// ended caught up, the end cut one shorter than twice it, and it was
+	// throttled nearly always: timed.
+	busy := *tight
+	busy.Periods = nil
+	quota := busy.Limits.Cgroup().Quota
+	for i := range 100 {
+		at := int64(i) * int64(100*time.Millisecond)
+		busy.Periods = append(busy.Periods, trace.Period{StartNs: at, EndNs: at + int64(100*time.Millisecond),
+			UsageNs: int64(quota), Throttled: i != 60, ThrottledNs: int64(90 * time.Millisecond), Kernel: true})
+	}
+	if d, why, st := demandOf(&busy); d != sim.DemandTimed || st == nil || st.Ended != 1 || st.CaughtUp != 1 || st.Throttled != 99 || st.Periods != 100 {
+		t.Errorf("throttled in 99 of 100 periods, the one stretch that ended caught up: %s (%s, %+v), want timed, 1 of 1 caught up in 99 of 100", d, why, st)
+	}
 	a, err := Recommend(Input{Name: "free", Trace: free}, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,23 @@ func TestStretches(t *testing.T) {
 	if (Stretches{Ended: 10, CaughtUp: 9}).Closed() != true || (Stretches{Ended: 10, CaughtUp: 8}).Closed() || (Stretches{}).Closed() {
 		t.Errorf("Closed: 9 of 10 is, 8 of 10 and none are not")
 	}
+	if s.Periods != 11 || s.Throttled != 6 {
+		t.Errorf("counted %d periods, %d throttled; want 11 and 6", s.Periods, s.Throttled)
+	}
+	// Throttled in nearly every period: not closed, however its stretches
+	// ended; unknown (an older exporter): the stretches decide.
+	for _, tc := range []struct {
+		st         Stretches
+		unrelieved bool
+	}{
+		{Stretches{Ended: 15, CaughtUp: 15, Periods: 1500, Throttled: 1485}, true},
+		{Stretches{Ended: 15, CaughtUp: 15, Periods: 1500, Throttled: 1425}, false},
+		{Stretches{Ended: 15, CaughtUp: 15}, false},
+	} {
+		if got := tc.st.Unrelieved(); got != tc.unrelieved || tc.st.Closed() == got {
+			t.Errorf("%+v: unrelieved %v, closed %v; want unrelieved %v, closed %v", tc.st, got, tc.st.Closed(), tc.unrelieved, !tc.unrelieved)
+		}
+	}
 	var none Stretches
 	none.Add(p(true, 20, 0), 0)
 	none.Add(p(false, 20, 0), 0)

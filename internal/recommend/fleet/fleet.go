@@ -193,6 +193,7 @@ const (
 	qPeriod
 	qBurst
 	qPeriods
+	qThrottled
 	qDemand
 	qDemandSum
 	qDemandCount
@@ -231,6 +232,7 @@ func queries(sel string, since time.Duration) []string {
 	q[qPeriod] = last("cfsprobe_cpu_period_seconds")
 	q[qBurst] = last("cfsprobe_cpu_burst_limit_seconds")
 	q[qPeriods] = inc("cfsprobe_cpu_periods_total")
+	q[qThrottled] = inc("cfsprobe_cpu_throttled_periods_total")
 	q[qDemand] = inc("cfsprobe_period_demand_cpus_bucket")
 	q[qDemandSum] = inc("cfsprobe_period_demand_cpus_sum")
 	q[qDemandCount] = inc("cfsprobe_period_demand_cpus_count")
@@ -297,6 +299,14 @@ func assemble(res []model.Vector, opt Options, end time.Time) []Series {
 	each(qCaughtUp, func(g *Series, s *model.Sample) {
 		if g.Stretches != nil {
 			g.Stretches.CaughtUp = int64(math.Round(float64(s.Value)))
+		}
+	})
+	// Over the periods the kernel counted, as a recording's stretches
+	// are over its periods (trace.Stretches.Unrelieved).
+	each(qThrottled, func(g *Series, s *model.Sample) {
+		if g.Stretches != nil && g.Periods > 0 {
+			g.Stretches.Periods = int64(math.Round(g.Periods))
+			g.Stretches.Throttled = int64(math.Round(float64(s.Value)))
 		}
 	})
 	each(qUsage, func(g *Series, s *model.Sample) {

@@ -378,6 +378,19 @@ func TestFleetFromPrometheus(t *testing.T) {
 		if got := g.Trace.Limits.Cgroup(); got.Quota != fg.lim.Quota || got.Period != fg.lim.Period || got.Burst != fg.lim.Burst {
 			t.Errorf("%s: limits %+v from Prometheus, set %+v", fg.name, got, fg.lim)
 		}
+		// The share of its periods the kernel throttled, which tells a
+		// group throttled nearly always (trace.Stretches.Unrelieved), as
+		// the recording counts it and as Prometheus's counters do.
+		if st := g.Series.Stretches; st == nil || st.Periods <= 0 || st.Throttled > st.Periods {
+			t.Errorf("%s: stretches %+v from Prometheus, want the periods and the throttled ones over them", fg.name, st)
+		} else {
+			rec := traces[i].Summary.NrThrottled
+			a, b := float64(trace.CountThrottled(traces[i].Periods))/float64(len(traces[i].Periods)), float64(st.Throttled)/float64(st.Periods)
+			t.Logf("%-14s throttled in %.3f of its periods recorded (nr_throttled %d), %.3f from Prometheus (%d of %d)", fg.name, a, rec, b, st.Throttled, st.Periods)
+			if math.Abs(a-b) > 0.1 {
+				t.Errorf("%s: throttled in %.3f of its periods recorded, %.3f from Prometheus: more than 10 points apart", fg.name, a, b)
+			}
+		}
 		recPar, synPar := 0, 0
 		for _, p := range traces[i].Periods {
 			if !p.Blurred {

@@ -37,7 +37,9 @@ type Series struct {
 	Pairs Histogram
 	// Stretches are the increases of cfsprobe_throttled_stretches_total
 	// (Ended) and cfsprobe_throttled_stretches_caught_up_total (CaughtUp),
-	// rounded; nil when the exporter has none (an older one).
+	// and over them of cfsprobe_cpu_periods_total (Periods) and
+	// cfsprobe_cpu_throttled_periods_total (Throttled), rounded; nil when
+	// the exporter has none (an older one).
 	Stretches *trace.Stretches
 	// UsageQuantiles are quantiles of the minute averages of usage
 	// (cgroup:cfsprobe_cpu_usage:rate1m) over the window, by quantile;
