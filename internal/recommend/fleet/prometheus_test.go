@@ -477,7 +477,7 @@ func recommendCmd(t *testing.T, self string, args ...string) map[string]*recomme
 // minAgree is how many of the 20 groups must agree within 15 %. Issue
 // 11 asks for all of them; this host's runs gave 14 to 19 before the
 // exporter counted throttled stretches, 16 to 18 after, and 17 to 20 in
-// each of the 28 runs since it counts pairs of periods (the table of
+// each of the 32 runs since it counts pairs of periods (the table of
 // docs/recommend-fleet.md; 17 once, on
 // 2026-12-03, with two busy groups read as closed loops, which they are
 // no longer: trace.Stretches.Unrelieved; quota + burst,
