@@ -122,15 +122,9 @@ func (a *agreement) add(measured, simulated map[string]*trace.Trace) {
 			}
 		}
 		figs := suite.Agree(m, s)
-		if m.Summary.OthersBusyCPUs == nil || m.Summary.Disturbed() {
-			if m.Summary.OthersBusyCPUs != nil && suite.Agrees(figs) {
-				// The model has no other work, so other work can only
-				// part the two; they agreed beside it all the same.
-				j.clean++
-				j.last, j.agreed = figs, true
-				a.t.Logf("%s/%s: disturbed (other work: %s), agrees all the same: %s", a.suite, name, report.OthersBusy(m.Summary), figureLine(figs))
-				continue
-			}
+		// The model has no other work, so other work can only part the
+		// two: a disturbed run that agrees all the same is judged.
+		if m.Summary.OthersBusyCPUs == nil || m.Summary.Disturbed() && !suite.Agrees(figs) {
 			a.t.Logf("%s/%s: disturbed (other work: %s), not judged: %s", a.suite, name, report.OthersBusy(m.Summary), figureLine(figs))
 			continue
 		}

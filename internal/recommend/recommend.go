@@ -491,9 +491,7 @@ func demandOf(tr *trace.Trace) (sim.Demand, string, *trace.Stretches) {
 	for _, p := range ps[:n] {
 		st.Add(p, quota)
 	}
-	for _, p := range ps[n:] {
-		st.Count(p)
-	}
+	st.Periods, st.Throttled = int64(len(ps)), trace.CountThrottled(ps)
 	switch {
 	case st.Ended == 0:
 		return sim.DemandOpen, "no throttled period", nil

@@ -13,8 +13,11 @@ import "time"
 // recording would be.
 //
 // Periods and Throttled are the periods over which they were counted and
-// how many of those were throttled (0: not known, as from an exporter
-// before them).
+// how many of those were throttled, which their reader sets (Add does
+// not count them: the exporter's counters have them): a recording's
+// periods, or cfsprobe_cpu_periods_total and
+// cfsprobe_cpu_throttled_periods_total over the window (0: not known, as
+// from an exporter before them).
 type Stretches struct {
 	Ended     int64 `json:"ended"`
 	CaughtUp  int64 `json:"caught_up"`
@@ -29,7 +32,6 @@ type Stretches struct {
 // group caught up in it. A gap between periods (the group idle since a
 // whole period) is no catching up.
 func (s *Stretches) Add(p Period, quota time.Duration) {
-	s.Count(p)
 	if s.seen && s.last.Throttled && !p.Throttled {
 		s.Ended++
 		if CaughtUp(s.last, p, quota) {
@@ -37,15 +39,6 @@ func (s *Stretches) Add(p Period, quota time.Duration) {
 		}
 	}
 	s.last, s.seen = p, true
-}
-
-// Count counts a period in Periods and Throttled only: one of a stretch
-// that had not ended.
-func (s *Stretches) Count(p Period) {
-	s.Periods++
-	if p.Throttled {
-		s.Throttled++
-	}
 }
 
 // Closed says whether the stretches show a closed loop: some ended, the
